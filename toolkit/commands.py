@@ -1,0 +1,1 @@
+"""Commands registered on the app beyond the build side (run, report, suites, data)."""

@@ -1,0 +1,13 @@
+"""The one exception type that reaches the user as a single line, never a traceback."""
+
+
+class DnnbenchError(Exception):
+    """A user-facing failure: bad input, a missing engine, a failed build or run.
+
+    `log` names a file that holds the details (a build log, a run log) when there is one.
+    """
+
+    def __init__(self, message: str, *, log: str | None = None, exit_code: int = 2):
+        super().__init__(message)
+        self.log = log
+        self.exit_code = exit_code

@@ -1,0 +1,130 @@
+"""Render a base's Dockerfile and Singularity/Apptainer definition from one context.
+
+Both formats get the same labels, environment, packages, files and entrypoint; the templates
+only lay them out. Every value is validated and quoted here, so a hostile catalog entry or
+option cannot add an instruction (no newlines, quoted in the target syntax).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import __version__
+from .catalog import Base
+from .errors import DnnbenchError
+
+FORMATS = {"docker": ("Dockerfile.j2", "Dockerfile"),
+           "singularity": ("Singularity.def.j2", "Singularity.def")}
+CODE_DIR = "/opt/dnnbench"
+WORKDIR = "/workspace"
+LABEL_SHA = "io.dnnbench.recipe-sha256"
+LABEL_BASE = "io.dnnbench.base"
+LABEL_VERSION = "io.dnnbench.version"
+_ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_LABEL_KEY = re.compile(r"^[a-z0-9][a-z0-9.-]*$")
+# pip requirement or apt package spec: names, versions, extras and comparison operators.
+_PACKAGE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+\-]*(\[[A-Za-z0-9,._-]+\])?([=<>!~]=?[A-Za-z0-9.*+_-]+,?)*$")
+_URL = re.compile(r"^https?://[A-Za-z0-9.\-]+(:\d+)?(/[A-Za-z0-9._~\-/]*)?$")
+
+
+@dataclass(frozen=True)
+class Recipe:
+    base: Base
+    format: str
+    filename: str
+    text: str
+    sha256: str
+
+
+def _plain(what: str, value) -> str:
+    text = str(value)
+    if any(ord(c) < 32 or ord(c) == 127 for c in text):
+        raise DnnbenchError(f"{what} contains a newline or control character: {text!r}")
+    return text
+
+
+def context(base: Base, *, extra_env: dict | None = None, extra_pip: tuple = ()) -> dict:
+    """The one context both templates render from."""
+    env = {**base.env, **(extra_env or {}),
+           "PYTHONPATH": CODE_DIR, "PYTHONUNBUFFERED": "1", "DNNBENCH_BASE": base.name}
+    for key, value in env.items():
+        if not _ENV_KEY.match(str(key)):
+            raise DnnbenchError(f"not a valid environment variable name: {key!r}")
+        _plain(f"environment value {key}", value)
+    pip = tuple(base.pip) + tuple(extra_pip)
+    for pkg in pip + tuple(base.apt):
+        if not _PACKAGE.match(_plain("package", pkg)):
+            raise DnnbenchError(f"not a valid package spec: {pkg!r}")
+    if base.pip_index and not _URL.match(base.pip_index):
+        raise DnnbenchError(f"not a valid pip index URL: {base.pip_index!r}")
+    _plain("image", base.image)
+    return {
+        "version": __version__,
+        "base": base,
+        "python": shlex.quote(base.python_bin),
+        "labels": {
+            "org.opencontainers.image.title": "dnnbench",
+            "org.opencontainers.image.version": __version__,
+            "org.opencontainers.image.base.name": base.image,
+            LABEL_BASE: base.name,
+            LABEL_VERSION: __version__,
+        },
+        "env": env,
+        "apt": list(base.apt),
+        "pip": list(pip),
+        "pip_index": base.pip_index,
+        "code": {"src": "dnnbench", "dst": f"{CODE_DIR}/dnnbench"},
+        "workdir": WORKDIR,
+        "entrypoint": [base.python_bin, "-m", "dnnbench.workloads"],
+    }
+
+
+def _environment():
+    import jinja2  # lazy: keeps `dnnbench --help` fast
+    from importlib import resources
+
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(resources.files("dnnbench.templates"))),
+        undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+        keep_trailing_newline=True, autoescape=False)
+    env.filters["dq"] = lambda v: json.dumps(_plain("value", v), ensure_ascii=False)
+    env.filters["sh"] = lambda v: shlex.quote(_plain("value", v))
+    return env
+
+
+def render(base: Base, fmt: str, **ctx_options) -> Recipe:
+    """Render one format. The recipe's own sha256 (of the text without it) goes into its labels."""
+    if fmt not in FORMATS:
+        raise DnnbenchError(f"unknown format {fmt!r}: choose docker or singularity")
+    import jinja2
+
+    template_name, filename = FORMATS[fmt]
+    ctx = context(base, **ctx_options)
+    try:
+        template = _environment().get_template(template_name)
+        unlabelled = template.render(**ctx)
+        sha = hashlib.sha256(unlabelled.encode()).hexdigest()
+        ctx["labels"][LABEL_SHA] = sha
+        text = template.render(**ctx)
+    except jinja2.TemplateError as exc:
+        where = f" line {exc.lineno}" if getattr(exc, "lineno", None) else ""
+        raise DnnbenchError(f"template {template_name}{where}: {exc}") from None
+    return Recipe(base=base, format=fmt, filename=filename, text=text, sha256=sha)
+
+
+def write(recipe: Recipe, out_dir: Path) -> Path:
+    """Write a recipe into out_dir (created if needed); a clear error if it is not writable."""
+    out_dir = Path(out_dir)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        path = out_dir / recipe.filename
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(recipe.text, encoding="utf-8")
+        tmp.replace(path)
+    except OSError as exc:
+        raise DnnbenchError(f"cannot write to {out_dir}: {exc.strerror or exc}") from None
+    return path

@@ -1,0 +1,428 @@
+"""The training harness every workload runs on.
+
+Measures the way the anchors do, or better: warmup excluded; `repeat` timed windows of `number`
+iterations; the device synchronized only at window edges; the loss checked for NaN/Inf on the
+device and read back once per window; a result written atomically whatever happens.
+"""
+import argparse
+import math
+import os
+import random
+import signal
+import sys
+import time
+import traceback
+import uuid
+from datetime import datetime
+
+from . import schema
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NAN, EXIT_OOM, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
+
+
+class UsageError(Exception):
+    """Bad input found before training starts: one line, exit 2."""
+
+
+class Workload(object):
+    """A workload: a model, its batches and its loss. Subclasses override what differs."""
+
+    name = ""
+    description = ""
+    unit = "images"
+    default_batch_size = 32
+    data_kind = None        # layout --data must have ("imagenet", "coco", "text", ...); None: synthetic only
+    optimizer = "sgd"
+    lr = 0.01
+
+    def add_args(self, parser):
+        pass
+
+    def build(self, args):
+        raise NotImplementedError
+
+    def synthetic_batch(self, args, device):
+        raise NotImplementedError
+
+    def dataset(self, args):
+        raise UsageError("%s has no real-data path; use --synthetic" % self.name)
+
+    def collate(self):
+        return None
+
+    def check_data(self, path):
+        """Raise UsageError if `path` does not hold this workload's dataset."""
+        from . import data
+        data.check(path, self.data_kind)
+
+    def loss(self, model, batch):
+        raise NotImplementedError
+
+    def items(self, batch):
+        return int(batch[0].shape[0])
+
+    def to_device(self, batch, device, channels_last=False):
+        out = []
+        for i, t in enumerate(batch):
+            if hasattr(t, "to"):
+                t = t.to(device, non_blocking=True)
+                if channels_last and i == 0 and t.dim() == 4:
+                    import torch
+                    t = t.contiguous(memory_format=torch.channels_last)
+            out.append(t)
+        return tuple(out)
+
+
+def parser_for(workload):
+    p = argparse.ArgumentParser(prog="python -m dnnbench.workloads %s" % workload.name,
+                                description=workload.description)
+    p.add_argument("--batch-size", type=int, default=workload.default_batch_size, help="per-GPU batch size")
+    p.add_argument("--number", type=int, default=10, help="iterations per timed window")
+    p.add_argument("--repeat", type=int, default=10, help="timed windows")
+    p.add_argument("--warmup", type=int, default=5, help="untimed iterations first")
+    p.add_argument("--start-iter", type=int, default=None, help="TBD-style: first timed iteration")
+    p.add_argument("--stop-iter", type=int, default=None, help="TBD-style: iteration after the last timed one")
+    src = p.add_mutually_exclusive_group()
+    src.add_argument("--data", default=None, help="dataset folder (layout: %s)" % (workload.data_kind or "none"))
+    src.add_argument("--synthetic", action="store_true", help="batches generated on the device (default without --data)")
+    p.add_argument("--workers", type=int, default=4, help="DataLoader workers (real data)")
+    p.add_argument("--device", choices=("cuda", "cpu"), default=None, help="default: cuda when available")
+    p.add_argument("--amp", choices=("none", "fp16", "bf16"), default="none", help="autocast precision")
+    p.add_argument("--channels-last", action="store_true", help="NHWC memory format for images and model")
+    p.add_argument("--compile", action="store_true", help="torch.compile the model (PyTorch 2+)")
+    p.add_argument("--fused", action="store_true", help="fused optimizer where available")
+    p.add_argument("--no-cudnn-benchmark", action="store_true", help="disable cudnn.benchmark autotuning")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--lr", type=float, default=workload.lr)
+    p.add_argument("--results", default=os.environ.get("DNNBENCH_RESULTS", "results"),
+                   help="folder the result JSON is written to")
+    p.add_argument("--run-id", default=os.environ.get("DNNBENCH_RUN_ID"), help="run id recorded in the result")
+    p.add_argument("--profile-window", choices=("none", "cuda", "torch"), default="none",
+                   help="cuda: cudaProfilerStart/Stop around the timed window (for nsys/ncu); "
+                        "torch: torch.profiler trace of the window")
+    p.add_argument("--progress", type=float, default=5.0, help="seconds between progress lines")
+    p.add_argument("--loss-trace", type=int, default=10000, help="most per-step losses kept in the result")
+    workload.add_args(p)
+    return p
+
+
+def _validate(args):
+    for name in ("batch_size", "number", "repeat"):
+        if getattr(args, name) < 1:
+            raise UsageError("--%s must be at least 1" % name.replace("_", "-"))
+    if args.warmup < 0:
+        raise UsageError("--warmup must be 0 or more")
+    if (args.start_iter is None) != (args.stop_iter is None):
+        raise UsageError("--start-iter and --stop-iter go together")
+    if args.start_iter is not None:
+        if not 0 <= args.start_iter < args.stop_iter:
+            raise UsageError("need 0 <= --start-iter < --stop-iter")
+        timed = args.stop_iter - args.start_iter
+        args.warmup = args.start_iter
+        args.number = min(args.number, timed)
+        args.repeat = int(math.ceil(timed / float(args.number)))
+        args.timed_iterations = timed
+    else:
+        args.timed_iterations = args.number * args.repeat
+
+
+class _Terminated(BaseException):
+    pass
+
+
+def _on_sigterm(signum, frame):
+    raise _Terminated()
+
+
+class Distributed(object):
+    """torchrun's environment, if any: rank, world size, local rank."""
+
+    def __init__(self):
+        self.world_size = int(os.environ.get("WORLD_SIZE", "1"))
+        self.rank = int(os.environ.get("RANK", "0"))
+        self.local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+        self.enabled = self.world_size > 1
+
+    def init(self, device):
+        if self.enabled:
+            import torch.distributed as dist
+            dist.init_process_group(backend="nccl" if device == "cuda" else "gloo")
+
+    def gather(self, obj):
+        if not self.enabled:
+            return [obj]
+        import torch.distributed as dist
+        out = [None] * self.world_size
+        dist.all_gather_object(out, obj)
+        return out
+
+    def close(self):
+        if self.enabled:
+            import torch.distributed as dist
+            if dist.is_initialized():
+                dist.destroy_process_group()
+
+
+def _batches(workload, args, device, dist):
+    """An endless iterator of device batches, and whether it is synthetic."""
+    import torch
+
+    if args.data is None:
+        batch = workload.to_device(workload.synthetic_batch(args, device), device, args.channels_last)
+
+        def synthetic():
+            while True:
+                yield batch
+        return synthetic(), True
+    dataset = workload.dataset(args)
+    sampler = None
+    if dist.enabled:
+        sampler = torch.utils.data.distributed.DistributedSampler(dataset, num_replicas=dist.world_size,
+                                                                  rank=dist.rank, shuffle=True, seed=args.seed)
+    kwargs = dict(batch_size=args.batch_size, shuffle=sampler is None, sampler=sampler,
+                  num_workers=args.workers, pin_memory=device == "cuda", drop_last=True)
+    if workload.collate() is not None:
+        kwargs["collate_fn"] = workload.collate()
+    if args.workers > 0:
+        kwargs["persistent_workers"] = True
+        kwargs["prefetch_factor"] = 4
+    if len(dataset) < args.batch_size * max(1, dist.world_size):
+        raise UsageError("the dataset at %s has %d samples, fewer than one batch of %d"
+                         % (args.data, len(dataset), args.batch_size))
+    loader = torch.utils.data.DataLoader(dataset, **kwargs)
+
+    def real():
+        epoch = 0
+        while True:
+            if sampler is not None:
+                sampler.set_epoch(epoch)
+            for batch in loader:
+                yield workload.to_device(batch, device, args.channels_last)
+            epoch += 1
+    return real(), False
+
+
+def _log(msg):
+    sys.stderr.write(msg + "\n")
+    sys.stderr.flush()
+
+
+def _fmt_eta(seconds):
+    seconds = int(max(0, seconds))
+    return "%dm%02ds" % (seconds // 60, seconds % 60) if seconds >= 60 else "%ds" % seconds
+
+
+def run(workload, argv):
+    """Run one workload; returns the process exit code. Always leaves a result file."""
+    args = parser_for(workload).parse_args(argv)
+    dist = Distributed()
+    started = datetime.utcnow().isoformat() + "Z"
+    run_id = args.run_id or datetime.utcnow().strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
+    result = {
+        "schema_version": schema.SCHEMA_VERSION, "run_id": run_id, "workload": workload.name,
+        "status": "running", "message": None, "options": {}, "unit": workload.unit + "/s",
+        "throughput": {"total": schema.summarize([]), "per_gpu": schema.summarize([])},
+        "windows": [], "loss": [], "system": {}, "started": started, "ended": None,
+        "world_size": dist.world_size, "ranks": [], "synthetic": args.data is None,
+        "data_wait_fraction": None, "telemetry": None,
+    }
+    out_path = os.path.join(args.results, schema.RESULT_FILE)
+    code = EXIT_ERROR
+    telemetry = None
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        _validate(args)
+        result["options"] = {k: v for k, v in sorted(vars(args).items())}
+        if args.data is not None:
+            workload.check_data(args.data)  # before any model is built
+        code = _train(workload, args, dist, result)
+    except UsageError as exc:
+        result.update(status="error", message=str(exc))
+        _log("error: %s" % exc)
+        code = EXIT_USAGE
+    except (KeyboardInterrupt, _Terminated):
+        result.update(status="interrupted", message="interrupted by a signal")
+        _log("interrupted: partial result kept")
+        code = EXIT_INTERRUPTED
+    except Exception as exc:  # noqa: BLE001 - every failure must still leave a result
+        oom = "out of memory" in str(exc).lower() or type(exc).__name__ == "OutOfMemoryError"
+        result.update(status="oom" if oom else "error", message="%s: %s" % (type(exc).__name__, str(exc).strip()[:2000]))
+        traceback.print_exc()
+        code = EXIT_OOM if oom else EXIT_ERROR
+    finally:
+        result["ended"] = datetime.utcnow().isoformat() + "Z"
+        if dist.rank == 0:
+            try:
+                schema.write_atomic(out_path, result)
+                _log("result: %s (%s)" % (out_path, result["status"]))
+            except OSError as exc:
+                _log("error: cannot write the result to %s: %s" % (out_path, exc))
+                code = code or EXIT_ERROR
+        dist.close()
+    return code
+
+
+def _train(workload, args, dist, result):
+    import torch
+
+    from . import compat, system, telemetry as telemetry_mod
+
+    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    if device == "cuda" and not torch.cuda.is_available():
+        raise UsageError("--device cuda but PyTorch sees no CUDA device (run with --gpus, or --device cpu)")
+    amp = None if args.amp == "none" else args.amp
+    if args.compile and not compat.has_compile():
+        raise UsageError("--compile needs PyTorch 2.0+; this is %s" % torch.__version__)
+    random.seed(args.seed)
+    torch.manual_seed(args.seed + dist.rank)
+    dist.init(device)
+    if device == "cuda":
+        torch.cuda.set_device(dist.local_rank)
+        torch.backends.cudnn.benchmark = not args.no_cudnn_benchmark
+    result["system"] = system.collect(device)
+    result["options"]["device"] = device
+
+    model = workload.build(args).to(device)
+    if args.channels_last and compat.channels_last() is not None:
+        model = model.to(memory_format=torch.channels_last)
+    if dist.enabled:
+        model = torch.nn.parallel.DistributedDataParallel(
+            model, device_ids=[dist.local_rank] if device == "cuda" else None)
+    step_model = torch.compile(model) if args.compile else model
+    opt_cls = torch.optim.Adam if workload.optimizer == "adam" else torch.optim.SGD
+    opt_kwargs = compat.optimizer_kwargs(opt_cls, device, args.fused)
+    if opt_cls is torch.optim.SGD:
+        opt_kwargs["momentum"] = 0.9
+    optimizer = opt_cls(model.parameters(), lr=args.lr, **opt_kwargs)
+    scaler = compat.grad_scaler(device, amp)
+    batches, synthetic = _batches(workload, args, device, dist)
+    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+
+    def step(batch):
+        with compat.autocast(device, amp):
+            loss = workload.loss(step_model, batch)
+        if scaler is not None:
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
+        else:
+            loss.backward()
+            optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        return loss.detach()
+
+    tag = "[%s%s]" % (workload.name, " rank %d" % dist.rank if dist.enabled else "")
+    if dist.rank == 0:
+        _log("%s %s, batch %d%s, %s%s, %d warmup + %d timed iterations" % (
+            tag, device, args.batch_size, " x %d ranks" % dist.world_size if dist.enabled else "",
+            "synthetic data" if synthetic else "data " + args.data, ", amp " + amp if amp else "",
+            args.warmup, args.timed_iterations))
+    t_start = time.perf_counter()
+    for _ in range(args.warmup):
+        step(next(batches))
+    sync()
+    if dist.rank == 0:
+        _log("%s warmup done in %.1fs" % (tag, time.perf_counter() - t_start))
+
+    telemetry = telemetry_mod.start(device, args.results) if dist.rank == 0 else None
+    profiler = _profiler(args, device)
+    bad = torch.zeros((), dtype=torch.bool, device=device)
+    losses, windows = [], []
+    remaining = args.timed_iterations
+    last_print = time.perf_counter()
+    window_start_wall = time.time()
+    try:
+        if profiler is not None:
+            profiler.__enter__()
+        for w in range(args.repeat):
+            n = min(args.number, remaining)
+            remaining -= n
+            step_losses = []
+            wait = 0.0
+            t0 = time.perf_counter()
+            for _ in range(n):
+                f0 = time.perf_counter()
+                batch = next(batches)
+                wait += time.perf_counter() - f0
+                loss = step(batch)
+                bad |= ~torch.isfinite(loss)
+                step_losses.append(loss)
+                items = workload.items(batch)
+            sync()
+            seconds = time.perf_counter() - t0
+            windows.append({"items": items * n, "seconds": seconds, "data_wait": wait})
+            losses.extend(float(v) for v in torch.stack(step_losses).float().cpu().tolist())
+            if bool(bad.item()):  # one host read per window, never per step
+                result["windows"], result["loss"] = windows, losses[-args.loss_trace:]
+                result["status"] = "nan"
+                result["message"] = "loss became NaN/Inf in timed window %d" % (w + 1)
+                _log("%s %s" % (tag, result["message"]))
+                return EXIT_NAN
+            now = time.perf_counter()
+            if dist.rank == 0 and (now - last_print >= args.progress or w + 1 == args.repeat):
+                done = args.timed_iterations - remaining
+                rate = items * n / seconds * dist.world_size
+                eta = sum(x["seconds"] for x in windows) / done * remaining
+                _log("%s window %d/%d  %.1f %s/s  loss %.4f  ETA %s" % (
+                    tag, w + 1, args.repeat, rate, workload.unit, losses[-1], _fmt_eta(eta)))
+                last_print = now
+    finally:
+        if profiler is not None:
+            profiler.__exit__(None, None, None)
+        if telemetry is not None:
+            result["telemetry"] = telemetry.stop(window_start_wall, time.time())
+
+    result["windows"] = windows
+    result["loss"] = losses[-args.loss_trace:]
+    ranks = dist.gather({"rank": dist.rank, "windows": windows,
+                         "throughput": schema.throughput(windows)["per_gpu"]})
+    result["ranks"] = ranks
+    result["throughput"] = schema.throughput(windows, dist.world_size)
+    total_wait = sum(w["data_wait"] for w in windows)
+    total_time = sum(w["seconds"] for w in windows)
+    result["data_wait_fraction"] = total_wait / total_time if total_time else None
+    if telemetry is not None and result["telemetry"] and result["telemetry"].get("energy_j") is not None:
+        items = sum(w["items"] for w in windows) * dist.world_size
+        result["telemetry"]["energy_per_item_j"] = result["telemetry"]["energy_j"] / items
+    result["status"] = "ok"
+    if dist.rank == 0:
+        tp = result["throughput"]["total"]
+        _log("%s %.1f %s/s (median %.1f, sd %.1f over %d windows)" % (
+            tag, tp["mean"], workload.unit, tp["median"], tp["sd"], tp["n"]))
+    return EXIT_OK
+
+
+def _profiler(args, device):
+    """A context manager bracketing the timed windows for the chosen profiler, or None."""
+    if args.profile_window == "cuda" and device == "cuda":
+        import torch.cuda.profiler as cuda_profiler
+
+        class CudaRange(object):
+            def __enter__(self):
+                cuda_profiler.start()
+
+            def __exit__(self, *exc):
+                cuda_profiler.stop()
+        return CudaRange()
+    if args.profile_window == "torch":
+        import torch
+        from torch.profiler import ProfilerActivity, profile
+
+        acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
+        trace = os.path.join(args.results, "torch-trace.json")
+
+        class TorchRange(object):
+            def __enter__(self):
+                self.prof = profile(activities=acts, record_shapes=False)
+                self.prof.__enter__()
+
+            def __exit__(self, *exc):
+                self.prof.__exit__(None, None, None)
+                os.makedirs(args.results, exist_ok=True)
+                self.prof.export_chrome_trace(trace)
+                key = "self_cuda_time_total" if device == "cuda" else "self_cpu_time_total"
+                with open(os.path.join(args.results, "torch-ops.txt"), "w") as fh:
+                    fh.write(self.prof.key_averages().table(sort_by=key, row_limit=30))
+        _ = torch
+        return TorchRange()
+    return None
