@@ -109,19 +109,24 @@ def docker_build(base: catalog.Base, *, tag: str | None = None, no_cache: bool =
     return tag
 
 
-def _sif_path(output: Path | None, base: catalog.Base) -> Path:
+def sif_path(output: Path | None, base: catalog.Base) -> Path:
     name = "dnnbench_" + re.sub(r"[^A-Za-z0-9_.-]", "-", base.name) + ".sif"
     if output is None:
         return Path(name)
     return output / name if output.is_dir() or str(output).endswith("/") else output
 
 
+COMPRESSORS = ("gzip", "lz4", "zstd", "xz")
+
+
 def singularity_build(base: catalog.Base, *, output: Path | None, from_docker: bool, tag: str | None,
-                      no_cache: bool, build_args: dict, log_dir: Path) -> Path:
+                      no_cache: bool, build_args: dict, log_dir: Path, compression: str | None = None) -> Path:
     from .engines import apptainer, docker
 
     apptainer.binary()
-    sif = _sif_path(output, base)
+    if compression is not None and compression not in COMPRESSORS:
+        raise DnnbenchError(f"--compression {compression!r}: choose {', '.join(COMPRESSORS)}")
+    sif = sif_path(output, base)
     log_path = _log_path(log_dir, base, "sif")
     started = time.monotonic()
     if from_docker:
@@ -129,26 +134,26 @@ def singularity_build(base: catalog.Base, *, output: Path | None, from_docker: b
         if no_cache or docker.image_labels(tag) is None:
             docker_build(base, tag=tag, no_cache=no_cache, build_args=build_args, log_dir=log_dir)
         with err.status(f"converting {tag} to {sif}") as status:
-            apptainer.build(f"docker-daemon://{tag}", sif, log_path=log_path,
+            apptainer.build(f"docker-daemon://{tag}", sif, log_path=log_path, compression=compression,
                             on_line=lambda line: status.update(f"{sif.name}: {line[:100]}"))
     else:
         recipe = recipes.render(base, "singularity")
         with err.status(f"building {sif} from {base.image}") as status, build_context(recipe) as ctx:
-            apptainer.build(recipe.filename, sif.resolve(), log_path=log_path, cwd=ctx,
+            apptainer.build(recipe.filename, sif.resolve(), log_path=log_path, cwd=ctx, compression=compression,
                             on_line=lambda line: status.update(f"{sif.name}: {line[:100]}"))
     info(f"built {sif} ({sif.stat().st_size / 2**20:.0f} MiB) in {time.monotonic() - started:.1f}s; log {log_path}")
     return sif
 
 
 def build_command(*, base: str, fmt: str, tag: str | None, no_cache: bool, pull: bool, build_args: list[str],
-                  output: Path | None, from_docker: bool, log_dir: Path) -> None:
+                  output: Path | None, from_docker: bool, log_dir: Path, compression: str | None = None) -> None:
     resolved = resolve_base(base)
     args = _parse_build_args(build_args)
     if fmt == "docker":
         docker_build(resolved, tag=tag, no_cache=no_cache, pull=pull, build_args=args, log_dir=log_dir)
     elif fmt in ("singularity", "apptainer", "sif"):
         singularity_build(resolved, output=output, from_docker=from_docker, tag=tag, no_cache=no_cache,
-                          build_args=args, log_dir=log_dir)
+                          build_args=args, log_dir=log_dir, compression=compression)
     else:
         raise DnnbenchError(f"unknown format {fmt!r}: choose docker or singularity")
 
@@ -159,7 +164,7 @@ def pull_command(*, base: str, output: Path | None, cache_dir: Path | None, tmp_
 
     resolved = resolve_base(base)
     uri = ("docker-daemon://" if resolved.bootstrap == "docker-daemon" else "docker://") + resolved.image
-    sif = _sif_path(output, resolved)
+    sif = sif_path(output, resolved)
     env = {}
     for var, path in (("CACHEDIR", cache_dir), ("TMPDIR", tmp_dir)):
         if path is not None:

@@ -63,11 +63,14 @@ def build(
                                      help="Singularity: convert the docker image (built first if missing) "
                                           "or build from the rendered definition."),
     log_dir: Path = typer.Option(Path("results/build-logs"), "--log-dir", help="Where build logs are kept."),
+    compression: Optional[str] = typer.Option(None, "--compression",
+                                              help="Singularity: squashfs compressor (gzip default; lz4 or zstd "
+                                                   "build several times faster, larger files)."),
 ):
     """Build the image for a base (docker SDK) or a .sif (Apptainer/Singularity)."""
     from .build import build_command
     build_command(base=base, fmt=fmt, tag=tag, no_cache=no_cache, pull=pull, build_args=build_arg,
-                  output=output, from_docker=from_docker, log_dir=log_dir)
+                  output=output, from_docker=from_docker, log_dir=log_dir, compression=compression)
 
 
 @app.command("pull")

@@ -1,1 +1,108 @@
-"""Commands registered on the app beyond the build side (run, report, suites, data)."""
+"""Commands registered on the app beyond the build side: run (and, in their own modules'
+wiring below, what reads its results). Heavy imports stay inside the commands."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from .cli import app
+
+RUN_HELP = """Run one workload in a container (or on the host) and keep its result.
+
+Examples:
+
+  dnnbench run resnet50 --gpus 0 --amp fp16 --channels-last
+
+  dnnbench run inception_v3 --data /imagenet --gpus 0,1      (torchrun, one process per GPU)
+
+  dnnbench run resnet18 --base cpu --build --number 5 --repeat 3
+
+  dnnbench run wlm --runtime singularity --image dnnbench_ngc-24.10.sif --gpus all
+
+Options after `--` go to the workload unchanged (`python -m dnnbench.workloads W --help`).
+The dataset is mounted read-only at /data, the run folder read-write at /results; the run
+folder results/<run-id>/ gets plan.json, log.txt and result.json whatever happens."""
+
+
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": False}, help=RUN_HELP)
+def run(
+    ctx: typer.Context,
+    workload: str = typer.Argument(..., help="Workload name (`dnnbench workloads` lists them)."),
+    data: Optional[Path] = typer.Option(None, "--data", "-d", help="Dataset folder (mounted read-only at /data). Default: synthetic data."),
+    gpus: Optional[str] = typer.Option(None, "--gpus", "-g", help="GPUs: all, or indices/UUIDs like 0 or 0,1. Default: CPU."),
+    nproc: Optional[int] = typer.Option(None, "--nproc", help="CPU runs: processes (DDP over gloo, through torchrun)."),
+    runtime: str = typer.Option("docker", "--runtime", "-r", help="docker, singularity (= apptainer) or host."),
+    image: Optional[str] = typer.Option(None, "--image", "-i", help="Docker tag or .sif file. Default: the base's image, else the newest dnnbench image."),
+    base: Optional[str] = typer.Option(None, "--base", "-b", help="Use the image of this base (see `dnnbench bases`)."),
+    build: Optional[bool] = typer.Option(None, "--build/--no-build", help="Build the base's image if missing (default: ask when interactive)."),
+    results: Path = typer.Option(Path("results"), "--results", help="Results folder; the run goes in RESULTS/<run-id>/."),
+    run_id: Optional[str] = typer.Option(None, "--run-id", help="Name of the run folder (default: time-workload-random)."),
+    timeout: Optional[float] = typer.Option(None, "--timeout", help="Stop the run after this many seconds (status timeout)."),
+    batch_size: Optional[int] = typer.Option(None, "--batch-size", help="Per-GPU batch size (default: the workload's)."),
+    number: Optional[int] = typer.Option(None, "--number", help="Iterations per timed window (default 10)."),
+    repeat: Optional[int] = typer.Option(None, "--repeat", help="Timed windows (default 10)."),
+    warmup: Optional[int] = typer.Option(None, "--warmup", help="Untimed iterations first (default 5)."),
+    start_iter: Optional[int] = typer.Option(None, "--start-iter", help="TBD-style: first timed iteration."),
+    stop_iter: Optional[int] = typer.Option(None, "--stop-iter", help="TBD-style: iteration after the last timed one."),
+    amp: Optional[str] = typer.Option(None, "--amp", help="Mixed precision: fp16 or bf16."),
+    channels_last: bool = typer.Option(False, "--channels-last", help="NHWC memory format."),
+    compile_: bool = typer.Option(False, "--compile", help="torch.compile the model (PyTorch 2+ images)."),
+    workers: Optional[int] = typer.Option(None, "--workers", help="DataLoader workers for real data."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Random seed."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan and the equivalent command line; run nothing."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Do not echo the run's output (it still goes to log.txt)."),
+):
+    from .run import RunOptions, run_command
+    opts = RunOptions(workload=workload, data=data, gpus=gpus, nproc=nproc, runtime=runtime, image=image,
+                      base=base, build=build, results=results, run_id=run_id, timeout=timeout, dry_run=dry_run,
+                      quiet=quiet, batch_size=batch_size, number=number, repeat=repeat, warmup=warmup,
+                      start_iter=start_iter, stop_iter=stop_iter, amp=amp, channels_last=channels_last,
+                      compile=compile_, workers=workers, seed=seed, extra=list(ctx.args))
+    raise typer.Exit(run_command(opts))
+
+
+@app.command()
+def workloads():
+    """List the workloads, their dataset layout and unit."""
+    from rich.table import Table
+
+    from dnnbench.workloads import WORKLOADS
+    from .console import out
+    table = Table(title="workloads")
+    for col in ("workload", "real data (--data layout)", "unit"):
+        table.add_column(col)
+    for name, (_, _, kind, unit) in sorted(WORKLOADS.items()):
+        table.add_row(name, kind or "synthetic only", f"{unit}/s")
+    out.print(table)
+
+
+data_app = typer.Typer(help="Datasets: make fake ones, verify real ones.", no_args_is_help=True)
+app.add_typer(data_app, name="data")
+
+
+@data_app.command("fake")
+def data_fake(
+    kind: str = typer.Argument(..., help="imagenet, coco, text or ratings."),
+    to: Path = typer.Option(..., "--to", help="Folder to write (made if missing)."),
+    images: int = typer.Option(1000, "--images", "-n", help="Images (text/ratings: x100 words/ratings)."),
+    classes: int = typer.Option(10, "--classes", help="ImageNet: class folders."),
+    size: int = typer.Option(256, "--size", help="Image side in pixels."),
+    workers: Optional[int] = typer.Option(None, "--workers", help="Parallel writers (default: all cores)."),
+):
+    """Write a dataset of the right layout from random pixels (real JPEGs, real COCO JSON), so the
+    real-data path (decode, augment, DataLoader workers) runs anywhere."""
+    from .data import fake_command
+    fake_command(kind, to, images, classes, size, workers)
+
+
+@data_app.command("verify")
+def data_verify(
+    path: Path = typer.Argument(..., help="Dataset folder."),
+    kind: str = typer.Option(..., "--kind", "-k", help="imagenet, coco, text or ratings."),
+    deep: bool = typer.Option(False, "--deep", help="Also open every image (slow)."),
+):
+    """Check a dataset's layout the way the workloads read it; say exactly what is wrong."""
+    from .data import verify_command
+    raise typer.Exit(verify_command(path, kind, deep))

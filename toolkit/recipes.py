@@ -24,6 +24,8 @@ WORKDIR = "/workspace"
 LABEL_SHA = "io.dnnbench.recipe-sha256"
 LABEL_BASE = "io.dnnbench.base"
 LABEL_VERSION = "io.dnnbench.version"
+LABEL_PYTHON = "io.dnnbench.python"
+LABEL_ACCELERATOR = "io.dnnbench.accelerator"
 _ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _LABEL_KEY = re.compile(r"^[a-z0-9][a-z0-9.-]*$")
 # pip requirement or apt package spec: names, versions, extras and comparison operators.
@@ -72,6 +74,8 @@ def context(base: Base, *, extra_env: dict | None = None, extra_pip: tuple = ())
             "org.opencontainers.image.base.name": base.image,
             LABEL_BASE: base.name,
             LABEL_VERSION: __version__,
+            LABEL_PYTHON: base.python_bin,          # `dnnbench run` starts the entry with it
+            LABEL_ACCELERATOR: base.accelerator,    # nvidia | amd | none: which devices a run passes
         },
         "env": env,
         "apt": list(base.apt),

@@ -248,3 +248,29 @@ def fake_coco(dest, images=64, size=(320, 320), workers=None, seed=0, progress=N
         json.dump({"images": imgs, "annotations": anns, "categories": cats}, fh)
     open(marker, "w").close()
     return len(jobs)
+
+
+def fake_text(dest, words=200000, vocab=5000, seed=0, progress=None):
+    """A `text` layout: train.txt of random words drawn Zipf-like from a small vocabulary."""
+    import random
+    rnd = random.Random(seed)
+    os.makedirs(dest, exist_ok=True)
+    vocab_words = ["w%d" % i for i in range(vocab)]
+    weights = [1.0 / (i + 1) for i in range(vocab)]
+    with open(os.path.join(dest, "train.txt"), "w") as fh:
+        for line in range(max(1, words // 20)):
+            fh.write(" ".join(rnd.choices(vocab_words, weights, k=20)) + "\n")
+    return 1
+
+
+def fake_ratings(dest, ratings=100000, users=1000, items=2000, seed=0, progress=None):
+    """A `ratings` layout: MovieLens-style ratings.csv."""
+    import random
+    rnd = random.Random(seed)
+    os.makedirs(dest, exist_ok=True)
+    with open(os.path.join(dest, "ratings.csv"), "w") as fh:
+        fh.write("userId,movieId,rating,timestamp\n")
+        for i in range(ratings):
+            fh.write("%d,%d,%.1f,%d\n" % (rnd.randrange(users) + 1, rnd.randrange(items) + 1,
+                                          rnd.randint(1, 10) / 2.0, 1500000000 + i))
+    return 1

@@ -251,6 +251,8 @@ def run(workload, argv):
         code = EXIT_OOM if oom else EXIT_ERROR
     finally:
         result["ended"] = datetime.utcnow().isoformat() + "Z"
+        if result["status"] != "ok" and result["windows"]:
+            result["throughput"] = schema.throughput(result["windows"], dist.world_size)
         if dist.rank == 0:
             try:
                 schema.write_atomic(out_path, result)
@@ -328,6 +330,7 @@ def _train(workload, args, dist, result):
     profiler = _profiler(args, device)
     bad = torch.zeros((), dtype=torch.bool, device=device)
     losses, windows = [], []
+    result["windows"] = windows   # shared: an interrupted run keeps the windows it finished
     remaining = args.timed_iterations
     last_print = time.perf_counter()
     window_start_wall = time.time()

@@ -104,3 +104,113 @@ def list_images(label: str) -> Iterable[dict]:
     for img in client().images.list(filters={"label": label}):
         yield {"tags": img.tags, "id": img.short_id, "labels": img.labels or {},
                "size": img.attrs.get("Size", 0), "created": img.attrs.get("Created", "")}
+
+
+HINT_NO_NVIDIA = ("Docker has no NVIDIA runtime, so it cannot give GPUs to a container: install the "
+                  "NVIDIA Container Toolkit and run `sudo nvidia-ctk runtime configure --runtime=docker` "
+                  "then restart docker; or drop --gpus to run on the CPU")
+
+
+def explain_run_error(message: str) -> str:
+    low = message.lower()
+    if "could not select device driver" in low:
+        return HINT_NO_NVIDIA
+    if "no such file or directory" in low and "/dev/kfd" in low:
+        return "this machine has no /dev/kfd: the ROCm kernel driver (amdgpu) is not loaded"
+    if "bind source path does not exist" in low:
+        return f"a mount source is missing: {message.split(':', 1)[-1].strip()}"
+    return message.strip()
+
+
+def create_kwargs(plan) -> dict:
+    """docker SDK `containers.create` arguments for a RunPlan."""
+    from docker.types import DeviceRequest, Mount, Ulimit
+
+    kwargs = dict(
+        image=plan.image, entrypoint=plan.argv[:1], command=plan.argv[1:], environment=dict(plan.env),
+        working_dir=plan.workdir, user=plan.user or "", init=True, detach=True,
+        name=f"dnnbench-{plan.run_id}", labels={"io.dnnbench.run-id": plan.run_id},
+        mounts=[Mount(target=m.target, source=m.source, type="bind", read_only=m.read_only) for m in plan.mounts],
+        ulimits=[Ulimit(name=k, soft=int(v), hard=int(v)) for k, v in plan.ulimits.items()] or None,
+        cap_add=list(plan.cap_add) or None, ipc_mode=plan.ipc, shm_size=plan.shm_size,
+    )
+    if plan.gpus and plan.accelerator == "nvidia":
+        if plan.gpus == ["all"]:
+            kwargs["device_requests"] = [DeviceRequest(count=-1, capabilities=[["gpu"]])]
+        else:
+            kwargs["device_requests"] = [DeviceRequest(device_ids=list(plan.gpus), capabilities=[["gpu"]])]
+    elif plan.gpus and plan.accelerator == "amd":
+        kwargs.update(devices=["/dev/kfd:/dev/kfd:rwm", "/dev/dri:/dev/dri:rwm"], group_add=["video"],
+                      security_opt=["seccomp=unconfined"])
+        if plan.gpus != ["all"]:
+            kwargs["environment"]["HIP_VISIBLE_DEVICES"] = ",".join(plan.gpus)
+    return {k: v for k, v in kwargs.items() if v is not None}
+
+
+class ContainerJob:
+    """A RunPlan as a detached container: streamed, waited on, interrupted, always removed."""
+
+    def __init__(self, plan):
+        self.plan = plan
+        self.container = None
+
+    def create(self):
+        import docker
+        try:
+            self.container = client().containers.create(**create_kwargs(self.plan))
+        except docker.errors.ImageNotFound:
+            raise DnnbenchError(f"image {self.plan.image} is not on this machine "
+                                f"(`dnnbench build --base ...` makes one, `dnnbench images` lists them)") from None
+        except docker.errors.APIError as exc:
+            raise DnnbenchError(f"docker could not create the container: "
+                                f"{explain_run_error(str(exc.explanation or exc))}") from None
+        return self.container
+
+    def start(self) -> None:
+        import docker
+        if self.container is None:
+            self.create()
+        try:
+            self.container.start()
+        except docker.errors.APIError as exc:
+            raise DnnbenchError(f"docker could not start the run: {explain_run_error(str(exc.explanation or exc))}") from None
+
+    def lines(self):
+        pending = b""
+        for chunk in self.container.logs(stream=True, follow=True, stdout=True, stderr=True):
+            pending += chunk
+            *done, pending = pending.split(b"\n")
+            for raw in done:
+                yield raw.decode("utf-8", errors="replace").rstrip("\r")
+        if pending:
+            yield pending.decode("utf-8", errors="replace")
+
+    def wait(self, timeout: float) -> int | None:
+        import requests
+        try:
+            return int(self.container.wait(timeout=max(1, int(round(timeout))))["StatusCode"])
+        except (requests.exceptions.RequestException, OSError):
+            return None
+
+    def _quietly(self, fn, *args, **kwargs) -> None:
+        import docker
+        try:
+            fn(*args, **kwargs)
+        except (docker.errors.NotFound, docker.errors.APIError):
+            pass
+
+    def interrupt(self) -> None:
+        self._quietly(self.container.kill, signal="SIGINT")
+
+    def stop(self) -> None:
+        self._quietly(self.container.stop, timeout=5)
+
+    def cleanup(self) -> None:
+        if self.container is not None:
+            self._quietly(self.container.remove, force=True)
+
+
+def latest_image(label: str) -> dict | None:
+    """The most recently built image carrying `label`, or None."""
+    found = sorted(list_images(label), key=lambda i: i["created"], reverse=True)
+    return next((i for i in found if i["tags"]), None)

@@ -60,6 +60,7 @@ class Detector(Workload):
 class SSD300(Detector):
     name, description = "ssd300", "SSD300 with a VGG16 backbone (torchvision >= 0.10), COCO"
     default_batch_size = 32
+    lr = 1e-4  # VGG without batch norm, from scratch: 1e-3 with momentum diverges in a few steps
 
     def build(self, args):
         from torchvision.models import detection

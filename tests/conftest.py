@@ -1,0 +1,79 @@
+"""Shared fixtures. Engine tests (marked `engine`) use the real Docker engine and Apptainer,
+set up by scripts/setup-engines.sh, and one locally built base image shared by all of them."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+TEST_BASE = os.environ.get("DNNBENCH_TEST_BASE", "dnnbench-testbase:bookworm-torch2.14.1")
+
+
+def dnnbench(*args, cwd=None, env=None, timeout=600, check=None):
+    """Run the real `dnnbench` command line (a subprocess, as a user would)."""
+    full_env = {**os.environ, "COLUMNS": "200", **(env or {})}
+    res = subprocess.run([sys.executable, "-m", "dnnbench", *map(str, args)], cwd=cwd, env=full_env,
+                         capture_output=True, text=True, timeout=timeout)
+    if check is not None:
+        assert res.returncode == check, f"exit {res.returncode}\nstdout:\n{res.stdout}\nstderr:\n{res.stderr}"
+    return res
+
+
+def one_line_error(res, *fragments):
+    """A user mistake: exit 2, one `error:` line, no traceback, naming what is wrong."""
+    assert res.returncode == 2, f"exit {res.returncode}: {res.stdout}{res.stderr}"
+    assert "Traceback" not in res.stderr + res.stdout
+    lines = [line for line in res.stderr.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1, res.stderr
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+    return lines[0]
+
+
+@pytest.fixture(scope="session")
+def docker_engine():
+    from dnnbench.engines import docker
+    if docker.available() is None:
+        pytest.fail("the Docker engine is not reachable: run `sudo bash scripts/setup-engines.sh` "
+                    "(or deselect with -m 'not engine')")
+    return docker
+
+
+@pytest.fixture(scope="session")
+def test_base(docker_engine):
+    """The locally made base (debootstrap + torch from the local index), cached across runs."""
+    subprocess.run(["bash", str(ROOT / "scripts" / "make-test-base.sh")], check=True)
+    return TEST_BASE
+
+
+@pytest.fixture(scope="session")
+def built_image(test_base, tmp_path_factory):
+    """`dnnbench build` on the local base: the image the run tests use."""
+    logs = tmp_path_factory.mktemp("build-logs")
+    dnnbench("build", "--base", f"local:{test_base}", "--log-dir", logs, check=0)
+    from dnnbench import catalog
+    return catalog.resolve(f"local:{test_base}")[0].tag
+
+
+@pytest.fixture(scope="session")
+def built_sif(built_image, tmp_path_factory):
+    if shutil.which("apptainer") is None and shutil.which("singularity") is None:
+        pytest.fail("Apptainer is not installed: run `sudo bash scripts/setup-engines.sh`")
+    out = tmp_path_factory.mktemp("sif")
+    dnnbench("build", "--base", f"local:{TEST_BASE}", "--format", "singularity", "--output", f"{out}/",
+             "--log-dir", out / "logs", check=0, timeout=1800)
+    sifs = list(out.glob("*.sif"))
+    assert len(sifs) == 1, sifs
+    return sifs[0]
+
+
+@pytest.fixture(scope="session")
+def fake_imagenet(tmp_path_factory):
+    dest = tmp_path_factory.mktemp("fake-imagenet")
+    dnnbench("data", "fake", "imagenet", "--to", dest, "--images", 64, "--classes", 4, "--size", 96, check=0)
+    return dest

@@ -1,0 +1,85 @@
+"""The command line: help that explains, and one clear line for every user mistake."""
+import os
+
+import pytest
+
+from tests.conftest import dnnbench, one_line_error
+
+
+def test_help_lists_commands():
+    res = dnnbench("--help", check=0)
+    for cmd in ("bases", "render", "build", "pull", "images", "doctor", "run", "data", "workloads"):
+        assert cmd in res.stdout
+    run_help = dnnbench("run", "--help", check=0).stdout
+    assert "--gpus" in run_help and "read-only" in run_help
+
+
+def test_bases_table():
+    res = dnnbench("bases", check=0)
+    assert "ngc-21.07" in res.stdout and "rocm-6.0.2" in res.stdout and "powerai-1.6.2" in res.stdout
+
+
+@pytest.mark.parametrize("args,fragments", [
+    (["render", "--base", "ngc-99.99"], ["malformed NGC base"]),
+    (["render", "--base", "rocm-6.0.3"], ["unknown base", "rocm-6.0.2"]),
+    (["render", "--base", "cpu", "--format", "podman"], ["unknown format"]),
+    (["build", "--base", "cpu", "--build-arg", "NOEQUALS"], ["KEY=VALUE"]),
+    (["build", "--base", "cpu", "--tag", "Bad Tag"], ["not a valid image tag"]),
+    (["run", "resnt50", "--dry-run"], ["unknown workload", "resnet50"]),
+    (["run", "resnet50", "--gpus", "0,,1", "--dry-run"], ["malformed"]),
+    (["run", "resnet50", "--gpus", "0,0", "--dry-run"], ["twice"]),
+    (["run", "resnet50", "--runtime", "podman", "--dry-run"], ["--runtime"]),
+    (["run", "resnet50", "--batch-size", "0", "--dry-run"], ["--batch-size"]),
+    (["run", "resnet50", "--start-iter", "5", "--dry-run"], ["go together"]),
+    (["run", "resnet50", "--data", "/no/such/dir", "--dry-run"], ["/no/such/dir does not exist"]),
+    (["run", "bert", "--data", "/tmp", "--dry-run"], ["no real-data path"]),
+    (["run", "resnet50", "--run-id", "../escape", "--dry-run"], ["--run-id"]),
+    (["run", "resnet50", "--runtime", "singularity", "--image", "/no/such.sif"], ["no such .sif"]),
+    (["data", "fake", "mnist", "--to", "/tmp/x"], ["unknown dataset kind"]),
+])
+def test_user_mistakes_get_one_line(args, fragments, tmp_path):
+    one_line_error(dnnbench(*args, cwd=tmp_path), *fragments)
+
+
+def test_not_a_dataset(tmp_path):
+    (tmp_path / "train").mkdir()
+    (tmp_path / "train" / "a.jpg").write_bytes(b"x")
+    res = dnnbench("run", "resnet50", "--data", tmp_path, "--dry-run")
+    one_line_error(res, "not a valid imagenet dataset", "no class folders")
+
+
+def test_unwritable_output_dir(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    one_line_error(dnnbench("render", "--base", "cpu", "--output", blocker / "sub"), "cannot write to")
+    one_line_error(dnnbench("run", "resnet18", "--results", blocker / "sub", "--runtime", "host"),
+                   "not writable")
+
+
+def test_gpu_request_without_gpus(tmp_path):
+    """This machine has no NVIDIA GPU: asking for one is refused before anything starts."""
+    res = dnnbench("run", "resnet18", "--runtime", "host", "--gpus", "0", "--results", tmp_path)
+    one_line_error(res, "no NVIDIA GPU", "drop --gpus")
+
+
+def test_docker_daemon_unreachable(tmp_path):
+    env = {"DOCKER_HOST": f"unix://{tmp_path}/no-docker.sock"}
+    one_line_error(dnnbench("build", "--base", "cpu", "--log-dir", tmp_path, env=env), "cannot reach the Docker engine")
+    one_line_error(dnnbench("run", "resnet18", "--results", tmp_path, env=env), "cannot reach the Docker engine")
+
+
+def test_dry_run_prints_plan_and_docker_line(tmp_path, fake_imagenet):
+    res = dnnbench("run", "inception_v3", "--data", fake_imagenet, "--image", "dnnbench:x", "--amp", "fp16",
+                   "--results", tmp_path, "--run-id", "dry", "--dry-run", "--", "--lr", "0.2", check=0)
+    assert '"workload": "inception_v3"' in res.stdout
+    line = res.stdout.strip().splitlines()[-1]
+    assert line.startswith("docker run --rm --init")
+    assert f"-v {fake_imagenet}:/data:ro" in line
+    assert "--data /data" in line and "--amp fp16" in line and line.endswith("--lr 0.2")
+    assert not (tmp_path / "dry").exists()   # a dry run writes nothing
+
+
+def test_workloads_list():
+    res = dnnbench("workloads", check=0)
+    for name in ("inception_v3", "maskrcnn", "ncf", "loader"):
+        assert name in res.stdout

@@ -1,0 +1,148 @@
+"""Against the real Docker engine: builds, runs, mounts, signals, GPU requests, failures."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import replace
+
+import pytest
+
+from dnnbench import catalog, plan as plan_mod, recipes
+from dnnbench.errors import DnnbenchError
+from tests.conftest import dnnbench, one_line_error
+
+pytestmark = pytest.mark.engine
+TINY = ["--batch-size", "4", "--number", "2", "--repeat", "2", "--warmup", "1"]
+
+
+def _docker_run(image, *cmd):
+    return subprocess.run(["docker", "run", "--rm", "--entrypoint", cmd[0], image, *cmd[1:]],
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_built_image_imports_dnnbench_and_torch_and_carries_labels(built_image, test_base):
+    res = _docker_run(built_image, "python3", "-c", "import dnnbench, dnnbench.workloads, torch; print(torch.__version__)")
+    assert res.returncode == 0 and res.stdout.startswith("2.14.1"), res.stderr
+    labels = json.loads(subprocess.run(["docker", "image", "inspect", "-f", "{{json .Config.Labels}}", built_image],
+                                       capture_output=True, text=True, check=True).stdout)
+    recipe = recipes.render(catalog.resolve(f"local:{test_base}")[0], "docker")
+    assert labels[recipes.LABEL_SHA] == recipe.sha256
+    assert labels[recipes.LABEL_BASE] == f"local:{test_base}"
+    listed = dnnbench("images", check=0).stdout
+    assert built_image.split(":", 1)[1][:20] in listed and recipe.sha256[:12] in listed
+
+
+def test_failed_run_step_gives_one_line_and_keeps_the_log(test_base, tmp_path):
+    from dnnbench.build import docker_build
+    base = replace(catalog.resolve(f"local:{test_base}")[0], apt=("dnnbench-no-such-package",))
+    with pytest.raises(DnnbenchError) as info:
+        docker_build(base, tag="dnnbench-test:failing", log_dir=tmp_path)
+    assert "docker build failed" in str(info.value) and "non-zero code" in str(info.value)
+    assert os.path.exists(info.value.log) and "dnnbench-no-such-package" in open(info.value.log).read()
+
+
+def test_missing_base_image(docker_engine, tmp_path):
+    res = dnnbench("build", "--base", "local:dnnbench-no-such-image:1", "--log-dir", tmp_path)
+    line = one_line_error(res, "dnnbench-no-such-image")
+    assert "not available locally" in line or "pull access denied" in line or "could not be pulled" in line
+    assert "details:" in res.stderr and list(tmp_path.glob("*.log"))
+
+
+def test_cpu_run_writes_a_valid_result_through_the_mount(built_image, tmp_path, fake_imagenet):
+    res = dnnbench("run", "resnet18", "--image", built_image, "--data", fake_imagenet, "--workers", "1",
+                   "--results", tmp_path, "--run-id", "r1", *TINY, check=0)
+    run_dir = tmp_path / "r1"
+    data = json.loads((run_dir / "result.json").read_text())
+    assert data["status"] == "ok" and data["synthetic"] is False and data["system"]["container"] is True
+    assert data["host"]["runtime"] == "docker" and data["host"]["exit_code"] == 0
+    assert data["system"]["image"] == built_image
+    assert json.loads((run_dir / "plan.json").read_text())["mounts"][0] == {
+        "source": str(fake_imagenet), "target": "/data", "read_only": True}
+    assert "[resnet18] window 2/2" in (run_dir / "log.txt").read_text()
+    assert "resnet18" in res.stdout and "ok" in res.stdout
+    st = os.stat(run_dir / "result.json")
+    assert (st.st_uid, st.st_gid) == (os.getuid(), os.getgid())   # the caller's, not the container's
+
+
+def test_data_mount_is_read_only_inside(built_image, tmp_path, fake_imagenet):
+    from dnnbench.run import RunOptions, build_plan, execute
+    plan = build_plan(RunOptions(workload="resnet18", data=fake_imagenet, image=built_image, results=tmp_path,
+                                 run_id="ro"))
+    plan.argv = ["python3", "-c", "open('/data/intruder', 'w')"]
+    data, code = execute(plan, quiet=True)
+    assert code != 0 and data["status"] == "error"
+    assert "Read-only file system" in (tmp_path / "ro" / "log.txt").read_text()
+    assert not (fake_imagenet / "intruder").exists()
+
+
+def _containers(run_id):
+    return subprocess.run(["docker", "ps", "-a", "-q", "--filter", f"name=dnnbench-{run_id}"],
+                          capture_output=True, text=True, check=True).stdout.split()
+
+
+def test_ctrl_c_leaves_no_container_and_keeps_the_result(built_image, tmp_path):
+    proc = subprocess.Popen([sys.executable, "-m", "dnnbench", "run", "resnet18", "--image", built_image,
+                             "--results", str(tmp_path), "--run-id", "cc", "--batch-size", "2",
+                             "--number", "5", "--repeat", "1000"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    log = tmp_path / "cc" / "log.txt"
+    deadline = time.time() + 120
+    while time.time() < deadline and not (log.exists() and "warmup done" in log.read_text()):
+        time.sleep(0.5)
+    assert _containers("cc"), "the run's container never started"
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 130, out
+    assert _containers("cc") == []
+    data = json.loads((tmp_path / "cc" / "result.json").read_text())
+    assert data["status"] == "interrupted"
+
+
+def test_timeout_stops_and_removes_the_container(built_image, tmp_path):
+    res = dnnbench("run", "resnet18", "--image", built_image, "--results", tmp_path, "--run-id", "to",
+                   "--timeout", "8", "--batch-size", "2", "--number", "5", "--repeat", "1000")
+    assert res.returncode == 124, res.stderr
+    assert json.loads((tmp_path / "to" / "result.json").read_text())["status"] == "timeout"
+    assert _containers("to") == []
+
+
+def test_gpu_request_is_formed_and_refused_helpfully(built_image, tmp_path):
+    """No NVIDIA runtime here: the created container carries the request; starting it is
+    refused with a hint instead of docker's 'could not select device driver'."""
+    from dnnbench.engines.docker import HINT_NO_NVIDIA, ContainerJob
+    plan = plan_mod.RunPlan(runtime="docker", workload="resnet18", run_id="gpureq", run_dir=str(tmp_path),
+                            image=built_image, argv=["python3", "-c", "pass"], accelerator="nvidia",
+                            gpus=["0", "1"], user=f"{os.getuid()}:{os.getgid()}")
+    job = ContainerJob(plan)
+    try:
+        container = job.create()
+        container.reload()
+        (req,) = container.attrs["HostConfig"]["DeviceRequests"]
+        assert req["DeviceIDs"] == ["0", "1"] and req["Capabilities"] == [["gpu"]]
+        assert container.attrs["HostConfig"]["Init"] is True
+        try:
+            job.start()
+            runtimes = subprocess.run(["docker", "info", "-f", "{{json .Runtimes}}"], capture_output=True, text=True).stdout
+            assert "nvidia" in runtimes, "docker started a GPU container without an NVIDIA runtime"
+        except DnnbenchError as exc:
+            assert HINT_NO_NVIDIA in str(exc)
+    finally:
+        job.cleanup()
+    assert _containers("gpureq") == []
+
+
+def test_two_process_gloo_ddp_in_a_container(built_image, tmp_path):
+    dnnbench("run", "resnet18", "--image", built_image, "--nproc", "2", "--results", tmp_path, "--run-id", "ddp",
+             *TINY, check=0)
+    data = json.loads((tmp_path / "ddp" / "result.json").read_text())
+    assert data["status"] == "ok" and data["world_size"] == 2 and len(data["ranks"]) == 2
+    per = data["throughput"]["per_gpu"]["mean"]
+    assert data["throughput"]["total"]["mean"] == pytest.approx(2 * per)
+
+
+def test_missing_image_and_base_tag(built_image, tmp_path):
+    one_line_error(dnnbench("run", "resnet18", "--image", "dnnbench:nope", "--results", tmp_path), "not on this machine")
+    res = dnnbench("run", "resnet18", "--dry-run", "--base", "cpu", "--results", tmp_path, check=0)
+    assert "dnnbench:cpu" in res.stdout

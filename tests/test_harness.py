@@ -1,0 +1,122 @@
+"""The container-side harness: every workload trains a few CPU steps; statuses are honest."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from dnnbench.workloads import WORKLOADS, harness, schema
+
+SMALL = {  # keep CPU steps quick: small batches; options each workload understands
+    "maskrcnn": ["--batch-size", "1"], "ssd300": ["--batch-size", "2"], "vit_b_16": ["--batch-size", "2"],
+    "vgg16": ["--batch-size", "2"], "inception_v3": ["--batch-size", "2"],
+}
+
+
+def _run(name, tmp_path, *extra):
+    cmd = [sys.executable, "-m", "dnnbench.workloads", name, "--device", "cpu", "--warmup", "1",
+           "--number", "2", "--repeat", "2", "--results", str(tmp_path), "--progress", "0"]
+    cmd += SMALL.get(name, ["--batch-size", "4"]) + list(extra)
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    data = json.loads((tmp_path / "result.json").read_text()) if (tmp_path / "result.json").exists() else None
+    return res, data
+
+
+@pytest.mark.parametrize("name", sorted(n for n in WORKLOADS if WORKLOADS[n][2] != "imagenet" or n in ("resnet18", "inception_v3", "mobilenet_v3", "vit_b_16", "vgg16", "resnet50", "dcgan", "vae")))
+def test_workload_trains_on_cpu_synthetic(name, tmp_path):
+    if name == "loader":
+        pytest.skip("loader has no synthetic mode: tested with real data below")
+    res, data = _run(name, tmp_path, "--synthetic")
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert schema.problems(data) == []
+    assert data["status"] == "ok" and data["workload"] == name
+    assert data["throughput"]["total"]["n"] == 2 and data["throughput"]["total"]["mean"] > 0
+    assert len(data["windows"]) == 2 and len(data["loss"]) == 4
+    assert data["system"]["pytorch"] and data["options"]["device"] == "cpu"
+
+
+def test_real_data_path_and_data_wait(tmp_path, fake_imagenet):
+    res, data = _run("resnet18", tmp_path, "--data", str(fake_imagenet), "--workers", "1")
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert data["synthetic"] is False
+    assert 0 <= data["data_wait_fraction"] < 1
+
+
+def test_loader_measures_the_input_pipeline(tmp_path, fake_imagenet):
+    res, data = _run("loader", tmp_path, "--data", str(fake_imagenet), "--workers", "1")
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert data["status"] == "ok" and data["throughput"]["total"]["mean"] > 0
+
+
+def test_bad_data_dir_fails_before_building_a_model(tmp_path):
+    res, data = _run("resnet18", tmp_path, "--data", str(tmp_path / "missing"))
+    assert res.returncode == harness.EXIT_USAGE
+    assert data["status"] == "error" and "does not exist" in data["message"]
+    assert data["system"] == {}          # nothing was built
+
+
+def test_tbd_start_stop_iter(tmp_path):
+    res, data = _run("resnet18", tmp_path, "--synthetic", "--start-iter", "2", "--stop-iter", "7", "--number", "2")
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert data["options"]["warmup"] == 2
+    assert sum(w["items"] for w in data["windows"]) == 5 * 4   # 5 timed iterations of batch 4
+
+
+class _Tiny(harness.Workload):
+    """A two-parameter model whose loss turns NaN or raises on cue."""
+    name = "tiny"
+    unit = "samples"
+    default_batch_size = 2
+
+    def __init__(self, fail_at=None, error=None):
+        self.fail_at, self.error, self.calls = fail_at, error, 0
+
+    def build(self, args):
+        import torch
+        return torch.nn.Linear(2, 1)
+
+    def synthetic_batch(self, args, device):
+        import torch
+        return (torch.ones(args.batch_size, 2, device=device),)
+
+    def loss(self, model, batch):
+        self.calls += 1
+        if self.error and self.calls >= self.fail_at:
+            raise RuntimeError(self.error)
+        out = model(batch[0]).mean()
+        return out * float("nan") if self.fail_at and self.calls >= self.fail_at else out
+
+
+def _inproc(workload, tmp_path, *extra):
+    code = harness.run(workload, ["--device", "cpu", "--warmup", "1", "--number", "3", "--repeat", "4",
+                                  "--results", str(tmp_path), "--progress", "0"] + list(extra))
+    return code, schema.read(str(tmp_path / "result.json"))
+
+
+def test_nan_loss_fails_the_run_at_a_window_edge(tmp_path):
+    code, data = _inproc(_Tiny(fail_at=6), tmp_path)   # warmup 1, then NaN in the 2nd window
+    assert code == harness.EXIT_NAN
+    assert data["status"] == "nan" and "window 2" in data["message"]
+    assert len(data["windows"]) == 2
+
+
+def test_out_of_memory_is_its_own_status(tmp_path):
+    code, data = _inproc(_Tiny(fail_at=3, error="CUDA out of memory. Tried to allocate 2.00 GiB"), tmp_path)
+    assert code == harness.EXIT_OOM and data["status"] == "oom"
+
+
+def test_crash_keeps_a_result_with_the_message(tmp_path):
+    code, data = _inproc(_Tiny(fail_at=3, error="cudnn exploded"), tmp_path)
+    assert code == harness.EXIT_ERROR and data["status"] == "error" and "cudnn exploded" in data["message"]
+
+
+def test_usage_error_in_harness(tmp_path):
+    code, data = _inproc(_Tiny(), tmp_path, "--start-iter", "3")
+    assert code == harness.EXIT_USAGE and "go together" in data["message"]
+
+
+def test_entry_lists_and_rejects():
+    res = subprocess.run([sys.executable, "-m", "dnnbench.workloads", "list"], capture_output=True, text=True)
+    assert "inception_v3" in res.stdout
+    res = subprocess.run([sys.executable, "-m", "dnnbench.workloads", "resnet5"], capture_output=True, text=True)
+    assert res.returncode == 2 and "resnet50" in res.stderr

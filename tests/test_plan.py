@@ -1,0 +1,53 @@
+"""RunPlans and the command lines and engine calls they become."""
+from dnnbench import plan as plan_mod
+from dnnbench.engines import docker
+
+
+def _plan(**kw):
+    base = dict(runtime="docker", workload="resnet50", run_id="r1", run_dir="/res/r1", image="dnnbench:ngc-24.10",
+                argv=["python", "-m", "dnnbench.workloads", "resnet50", "--data", "/data"],
+                env={"DNNBENCH_RUN_ID": "r1"}, accelerator="nvidia", gpus=["0", "1"], user="1000:1000",
+                mounts=[plan_mod.Mount("/imagenet", "/data", True), plan_mod.Mount("/res/r1", "/results")],
+                ipc="host", ulimits={"memlock": -1, "stack": 67108864})
+    base.update(kw)
+    return plan_mod.RunPlan(**base)
+
+
+def test_docker_line():
+    line = plan_mod.command_line(_plan())
+    assert "--gpus '\"device=0,1\"'" in line
+    assert "-v /imagenet:/data:ro" in line and "-v /res/r1:/results " in line
+    assert "--ulimit=memlock=-1:-1" in line and "--ulimit=stack=67108864:67108864" in line
+    assert "--ipc=host" in line and "--user 1000:1000" in line and "--init" in line
+
+
+def test_apptainer_line_nvidia_and_rocm():
+    line = plan_mod.command_line(_plan(runtime="singularity", image="/x.sif"), "apptainer")
+    assert line.startswith("apptainer exec --cleanenv")
+    assert "--nv" in line and "--bind /imagenet:/data:ro" in line and "--env CUDA_VISIBLE_DEVICES=0,1" in line
+    amd = plan_mod.command_line(_plan(runtime="singularity", image="/x.sif", accelerator="amd"), "apptainer")
+    assert "--rocm" in amd and "HIP_VISIBLE_DEVICES=0,1" in amd and "--nv" not in amd
+
+
+def test_plan_round_trips_through_json(tmp_path):
+    p = _plan()
+    p.save(tmp_path / "plan.json")
+    import json
+    assert plan_mod.RunPlan.from_dict(json.loads((tmp_path / "plan.json").read_text())) == p
+
+
+def test_device_requests_and_rocm_devices():
+    kw = docker.create_kwargs(_plan())
+    (req,) = kw["device_requests"]
+    assert req["DeviceIDs"] == ["0", "1"] and req["Capabilities"] == [["gpu"]]
+    assert docker.create_kwargs(_plan(gpus=["all"]))["device_requests"][0]["Count"] == -1
+    amd = docker.create_kwargs(_plan(accelerator="amd"))
+    assert "device_requests" not in amd
+    assert amd["devices"] == ["/dev/kfd:/dev/kfd:rwm", "/dev/dri:/dev/dri:rwm"]
+    assert amd["group_add"] == ["video"] and amd["security_opt"] == ["seccomp=unconfined"]
+    assert {(u["Name"], u["Soft"], u["Hard"]) for u in kw["ulimits"]} == {("memlock", -1, -1), ("stack", 67108864, 67108864)}
+    assert kw["init"] is True and kw["mounts"][0]["ReadOnly"] is True
+
+
+def test_no_gpus_no_device_request():
+    assert "device_requests" not in docker.create_kwargs(_plan(gpus=None))

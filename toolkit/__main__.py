@@ -1,0 +1,4 @@
+"""`python -m dnnbench` is the `dnnbench` command."""
+from .cli import main
+
+main()

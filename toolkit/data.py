@@ -1,0 +1,72 @@
+"""`dnnbench data fake|verify`: datasets of the right layout from random pixels, and checks
+that say exactly what is wrong. The checks are the container side's own (workloads/data.py),
+so `verify`, `run` and the harness agree."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from .console import err, info, out
+from .errors import DnnbenchError
+
+FAKE_KINDS = ("imagenet", "coco", "text", "ratings")
+
+
+def _progress(what: str):
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+    return Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
+                    TimeRemainingColumn(), console=err, transient=True)
+
+
+def fake_command(kind: str, dest: Path, images: int, classes: int, size: int, workers: int | None) -> None:
+    from dnnbench.workloads import data as data_mod
+
+    if kind not in FAKE_KINDS:
+        raise DnnbenchError(f"unknown dataset kind {kind!r}: choose {', '.join(FAKE_KINDS)}")
+    if images < 1 or classes < 1 or size < 8:
+        raise DnnbenchError("--images and --classes must be at least 1, --size at least 8")
+    try:
+        dest.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise DnnbenchError(f"cannot create {dest}: {exc.strerror or exc}") from None
+    # Blocky JPEGs average ~10-30 KB at 256 px; ask for 3x that, plus room for the filesystem.
+    need = images * 1.2 * (size * size * 3) / 16 + 2**20
+    free = shutil.disk_usage(dest).free
+    if kind in ("imagenet", "coco") and free < need:
+        raise DnnbenchError(f"{dest} has {free / 2**20:.0f} MiB free; {images} images of {size}px need "
+                            f"about {need / 2**20:.0f} MiB")
+    with _progress(kind) as bar:
+        task = bar.add_task(f"fake {kind}", total=None)
+
+        def progress(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+        try:
+            if kind == "imagenet":
+                n = data_mod.fake_imagenet(str(dest), images=images, classes=classes, size=(size, size),
+                                           workers=workers, progress=progress)
+            elif kind == "coco":
+                n = data_mod.fake_coco(str(dest), images=images, size=(size, size), workers=workers,
+                                       progress=progress)
+            elif kind == "text":
+                n = data_mod.fake_text(str(dest), words=images * 100)
+            else:
+                n = data_mod.fake_ratings(str(dest), ratings=images * 100)
+        except OSError as exc:
+            raise DnnbenchError(f"writing the fake dataset into {dest} failed: {exc.strerror or exc}"
+                                f"{' (disk full)' if getattr(exc, 'errno', None) == 28 else ''}") from None
+    info(f"{dest}: {'already complete (done marker found)' if n == 0 else f'wrote a fake {kind} dataset'}")
+
+
+def verify_command(path: Path, kind: str, deep: bool) -> int:
+    from dnnbench.workloads import data as data_mod
+
+    if kind not in data_mod.KINDS:
+        raise DnnbenchError(f"unknown dataset kind {kind!r}: choose {', '.join(data_mod.KINDS)}")
+    with err.status(f"checking {path} as {kind}{' (opening every image)' if deep else ''}"):
+        found = data_mod.problems(str(path), kind, deep=deep)
+    if found:
+        for problem in found:
+            out.print(f"[red]x[/] {problem}", soft_wrap=True)
+        return 1
+    out.print(f"[green]ok[/] {path} is a valid {kind} dataset{'' if deep else ' (layout; --deep opens every image)'}")
+    return 0

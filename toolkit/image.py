@@ -1,0 +1,94 @@
+"""Which image a run uses: `--image`, else `--base` (built first when missing, if allowed),
+else the most recently built dnnbench image. Returns its facts from its own labels."""
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import recipes
+from .errors import DnnbenchError
+
+
+@dataclass
+class RunImage:
+    ref: str              # docker tag or .sif path
+    base: str | None
+    python: str           # interpreter inside
+    accelerator: str      # nvidia | amd | none
+
+
+def _facts(ref: str, labels: dict) -> RunImage:
+    return RunImage(ref=ref, base=labels.get(recipes.LABEL_BASE),
+                    python=labels.get(recipes.LABEL_PYTHON) or "python3",
+                    accelerator=labels.get(recipes.LABEL_ACCELERATOR) or "nvidia")
+
+
+def _may_build(what: str, build: bool | None) -> bool:
+    if build is not None:
+        return build
+    if sys.stdin.isatty() and sys.stderr.isatty():
+        import typer
+        return typer.confirm(f"{what} does not exist yet. Build it now?", default=True, err=True)
+    return False
+
+
+def resolve_docker(image: str | None, base: str | None, build: bool | None) -> RunImage:
+    from .engines import docker
+
+    if image:
+        labels = docker.image_labels(image)
+        if labels is None:
+            raise DnnbenchError(f"image {image} is not on this machine (`docker images` lists what is; "
+                                f"`dnnbench build --base ...` makes one)")
+        return _facts(image, labels)
+    if base:
+        from .build import docker_build, resolve_base
+        resolved = resolve_base(base)
+        labels = docker.image_labels(resolved.tag)
+        if labels is None:
+            if not _may_build(f"image {resolved.tag}", build):
+                raise DnnbenchError(f"image {resolved.tag} for base {base} is not built: pass --build, "
+                                    f"or run `dnnbench build --base {base}` first")
+            docker_build(resolved)
+            labels = docker.image_labels(resolved.tag) or {}
+        return _facts(resolved.tag, labels)
+    latest = docker.latest_image(recipes.LABEL_BASE)
+    if latest is None:
+        raise DnnbenchError("no dnnbench image on this machine: `dnnbench build --base cpu` (or ngc-YY.MM) "
+                            "makes one, or pass --image / --base")
+    return _facts(latest["tags"][0], latest["labels"])
+
+
+def resolve_sif(image: str | None, base: str | None, build: bool | None) -> RunImage:
+    from .engines import apptainer
+
+    if image:
+        sif = Path(image)
+        if not sif.is_file():
+            raise DnnbenchError(f"no such .sif: {image} (`dnnbench build --format singularity` or "
+                                f"`dnnbench pull` makes one)")
+        return _facts(str(sif.resolve()), apptainer.labels(sif))
+    if base:
+        from .build import sif_path, resolve_base, singularity_build
+        resolved = resolve_base(base)
+        sif = sif_path(None, resolved)
+        if not sif.is_file():
+            if not _may_build(str(sif), build):
+                raise DnnbenchError(f"{sif} for base {base} is not built: pass --build, or run "
+                                    f"`dnnbench build --base {base} --format singularity` first")
+            singularity_build(resolved, output=None, from_docker=True, tag=None, no_cache=False,
+                              build_args={}, log_dir=Path("results/build-logs"))
+        return _facts(str(sif.resolve()), apptainer.labels(sif))
+    found = sorted(Path(".").glob("dnnbench_*.sif"), key=lambda p: p.stat().st_mtime, reverse=True)
+    if not found:
+        raise DnnbenchError("no dnnbench_*.sif here: pass --image FILE.sif or --base B --build")
+    return _facts(str(found[0].resolve()), apptainer.labels(found[0]))
+
+
+def host() -> RunImage:
+    import importlib.util
+    if importlib.util.find_spec("torch") is None:
+        raise DnnbenchError("--runtime host needs PyTorch in this Python: pip install 'dnnbench[torch]' "
+                            "(or use --runtime docker|singularity)")
+    return RunImage(ref=None, base=None, python=sys.executable, accelerator="nvidia")

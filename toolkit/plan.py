@@ -1,0 +1,127 @@
+"""The RunPlan: everything a run needs, as plain data, and the command lines it amounts to.
+
+One plan drives every runtime. `--dry-run` prints it with the equivalent `docker run` or
+`apptainer exec` line, so a user can see (and reuse by hand) exactly what dnnbench will do.
+"""
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+DATA_DIR = "/data"          # the dataset, read-only, at a path workloads can rely on
+RESULTS_DIR = "/results"    # the run's folder, read-write
+WORKDIR = "/workspace"
+RUNTIMES = ("docker", "singularity", "host")
+
+
+@dataclass
+class Mount:
+    source: str
+    target: str
+    read_only: bool = False
+
+
+@dataclass
+class RunPlan:
+    runtime: str                      # docker | singularity | host
+    workload: str
+    run_id: str
+    run_dir: str                      # on the host: results/<run-id>
+    image: str | None                 # docker tag, .sif path, or None on the host runtime
+    argv: list[str]                   # the command inside the container (or on the host)
+    env: dict = field(default_factory=dict)
+    mounts: list[Mount] = field(default_factory=list)
+    accelerator: str = "none"         # nvidia | amd | none
+    gpus: list[str] | None = None     # device ids; ["all"] for every GPU; None for CPU only
+    workdir: str = WORKDIR
+    user: str | None = None           # "uid:gid" the container runs as
+    ipc: str | None = None            # docker ipc mode (NGC: host)
+    shm_size: str | None = None
+    ulimits: dict = field(default_factory=dict)   # name -> value, soft and hard alike
+    cap_add: list[str] = field(default_factory=list)
+    timeout: float | None = None
+    base: str | None = None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "RunPlan":
+        data = dict(data)
+        data["mounts"] = [Mount(**m) for m in data.get("mounts", [])]
+        return cls(**data)
+
+    def save(self, path: Path) -> None:
+        from dnnbench.workloads.schema import write_atomic
+        write_atomic(str(path), self.to_dict())
+
+
+def _ulimit_flag(name: str, value) -> str:
+    return f"--ulimit={name}={value}:{value}"
+
+
+def docker_command(plan: RunPlan) -> list[str]:
+    """The `docker run` line equivalent to what the SDK does for this plan."""
+    cmd = ["docker", "run", "--rm", "--init", "--name", f"dnnbench-{plan.run_id}"]
+    if plan.user:
+        cmd += ["--user", plan.user]
+    if plan.ipc:
+        cmd += [f"--ipc={plan.ipc}"]
+    if plan.shm_size:
+        cmd += [f"--shm-size={plan.shm_size}"]
+    cmd += [_ulimit_flag(k, v) for k, v in plan.ulimits.items()]
+    cmd += [f"--cap-add={c}" for c in plan.cap_add]
+    if plan.gpus and plan.accelerator == "nvidia":
+        cmd += ["--gpus", "all" if plan.gpus == ["all"] else f'"device={",".join(plan.gpus)}"']
+    if plan.accelerator == "amd" and plan.gpus:
+        cmd += ["--device=/dev/kfd", "--device=/dev/dri", "--group-add=video",
+                "--security-opt=seccomp=unconfined"]
+    for m in plan.mounts:
+        cmd += ["-v", f"{m.source}:{m.target}" + (":ro" if m.read_only else "")]
+    for k, v in plan.env.items():
+        cmd += ["-e", f"{k}={v}"]
+    cmd += ["-w", plan.workdir, "--entrypoint", plan.argv[0], plan.image or "IMAGE"] + plan.argv[1:]
+    return cmd
+
+
+def apptainer_env(plan: RunPlan) -> dict:
+    """Variables passed into `apptainer exec --cleanenv` (APPTAINERENV_ reaches the container)."""
+    env = dict(plan.env)
+    if plan.gpus and plan.gpus != ["all"]:
+        key = "HIP_VISIBLE_DEVICES" if plan.accelerator == "amd" else "CUDA_VISIBLE_DEVICES"
+        env[key] = ",".join(plan.gpus)
+    return env
+
+
+def apptainer_command(plan: RunPlan, exe: str = "apptainer") -> list[str]:
+    cmd = [exe, "exec", "--cleanenv", "--pwd", plan.workdir]
+    if plan.gpus:
+        cmd += ["--rocm"] if plan.accelerator == "amd" else ["--nv"]
+    for m in plan.mounts:
+        cmd += ["--bind", f"{m.source}:{m.target}" + (":ro" if m.read_only else "")]
+    for k, v in apptainer_env(plan).items():
+        cmd += ["--env", f"{k}={v}"]
+    return cmd + [plan.image or "IMAGE.sif"] + plan.argv
+
+
+def host_env(plan: RunPlan) -> dict:
+    env = dict(plan.env)
+    if plan.gpus and plan.gpus != ["all"]:
+        env["CUDA_VISIBLE_DEVICES"] = ",".join(plan.gpus)
+    return env
+
+
+def command_line(plan: RunPlan, exe: str | None = None) -> str:
+    """The shell line a user could type to do the same by hand."""
+    if plan.runtime == "docker":
+        return shlex.join(docker_command(plan))
+    if plan.runtime == "singularity":
+        return shlex.join(apptainer_command(plan, exe or "apptainer"))
+    env = " ".join(f"{k}={shlex.quote(str(v))}" for k, v in host_env(plan).items())
+    return (env + " " if env else "") + shlex.join(plan.argv)
+
+
+def describe(plan: RunPlan) -> str:
+    return json.dumps(plan.to_dict(), indent=2)

@@ -1,0 +1,78 @@
+"""Host side of a run's result: complete it whatever happened, and show it."""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+
+from dnnbench.workloads import schema
+
+
+def finalize(run_dir: Path, *, plan: dict, outcome, command: str, log_tail: list[str]) -> dict:
+    """The run's result.json, written by the harness or, when it could not (the container never
+    started, was killed, timed out), by us; with the host's view of the run added."""
+    path = run_dir / schema.RESULT_FILE
+    data = None
+    if path.exists():
+        try:
+            data = schema.read(str(path))
+        except ValueError as exc:
+            log_tail = log_tail + [f"[dnnbench] unreadable result: {exc}"]
+    if data is None:
+        now = datetime.now(timezone.utc).isoformat()
+        data = {
+            "schema_version": schema.SCHEMA_VERSION, "run_id": plan["run_id"], "workload": plan["workload"],
+            "status": "error", "message": None, "options": {}, "unit": "items/s",
+            "throughput": {"total": schema.summarize([]), "per_gpu": schema.summarize([])},
+            "windows": [], "loss": [], "system": {}, "started": now, "ended": now,
+            "world_size": 1, "ranks": [],
+        }
+        last = next((line for line in reversed(log_tail) if line.strip()), "")
+        data["message"] = f"the run wrote no result (exit {outcome.exit_code}): {last.strip()[:500]}"
+    if outcome.ended == "timeout":
+        data["status"] = "timeout"
+        data["message"] = f"stopped after the {plan.get('timeout'):.0f}s timeout"
+    elif outcome.ended == "interrupted" and data["status"] in ("ok", "running", "error"):
+        data["status"] = "interrupted"
+        data["message"] = data.get("message") or "interrupted"
+    elif data["status"] == "running":   # the harness died mid-run
+        data["status"] = "error"
+        data["message"] = f"the run ended (exit {outcome.exit_code}) before finishing"
+    data["host"] = {
+        "runtime": plan["runtime"], "image": plan["image"], "base": plan.get("base"),
+        "exit_code": outcome.exit_code, "ended": outcome.ended, "seconds": round(outcome.seconds, 3),
+        "command": command, "gpus": plan.get("gpus"),
+    }
+    schema.write_atomic(str(path), data)
+    return data
+
+
+def _fmt(value, digits=1) -> str:
+    return "-" if value is None else f"{value:,.{digits}f}"
+
+
+def gpu_name(data: dict) -> str:
+    gpus = (data.get("system") or {}).get("gpus") or []
+    if not gpus:
+        return "CPU"
+    names = sorted({g.get("name", "?") for g in gpus})
+    return f"{len(gpus)} x {', '.join(names)}"
+
+
+def summary_table(results: list[tuple[Path, dict]]):
+    from rich.table import Table
+
+    table = Table(title="dnnbench results")
+    for col, justify in (("workload", "left"), ("status", "left"), ("throughput", "right"), ("sd", "right"),
+                         ("per GPU", "right"), ("batch", "right"), ("amp", "left"), ("device", "left")):
+        table.add_column(col, justify=justify, overflow="fold")
+    for path, data in results:
+        tp = (data.get("throughput") or {}).get("total") or {}
+        per = (data.get("throughput") or {}).get("per_gpu") or {}
+        opts = data.get("options") or {}
+        status = data.get("status", "?")
+        colour = "green" if status == "ok" else "red"
+        table.add_row(data.get("workload", "?"), f"[{colour}]{status}[/]",
+                      f"{_fmt(tp.get('mean'))} {data.get('unit', '')}", _fmt(tp.get("sd")),
+                      _fmt(per.get("mean")), str(opts.get("batch_size", "-")), str(opts.get("amp", "-")),
+                      gpu_name(data))
+    return table

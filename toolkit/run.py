@@ -1,0 +1,274 @@
+"""`dnnbench run`: check the input, make a RunPlan, run it on an engine, keep everything.
+
+Every check that can fail on user input runs before anything starts. Whatever then happens
+(failure, Ctrl-C, timeout), results/<run-id>/ holds plan.json, log.txt and result.json.
+"""
+from __future__ import annotations
+
+import collections
+import difflib
+import os
+import re
+import secrets
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import gpus as gpus_mod
+from . import plan as plan_mod
+from .console import err, info, out
+from .errors import DnnbenchError
+
+RUNTIME_ALIASES = {"docker": "docker", "singularity": "singularity", "apptainer": "singularity", "host": "host"}
+_RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,100}$")
+EXIT_TIMEOUT = 124
+
+
+@dataclass
+class RunOptions:
+    workload: str
+    data: Path | None = None
+    gpus: str | None = None
+    nproc: int | None = None
+    runtime: str = "docker"
+    image: str | None = None
+    base: str | None = None
+    build: bool | None = None
+    results: Path = Path("results")
+    run_id: str | None = None
+    timeout: float | None = None
+    dry_run: bool = False
+    quiet: bool = False
+    # harness options; None means the workload's default
+    batch_size: int | None = None
+    number: int | None = None
+    repeat: int | None = None
+    warmup: int | None = None
+    start_iter: int | None = None
+    stop_iter: int | None = None
+    amp: str | None = None
+    channels_last: bool = False
+    compile: bool = False
+    workers: int | None = None
+    seed: int | None = None
+    extra: list[str] = field(default_factory=list)
+
+
+def check_workload(name: str) -> tuple[str, str | None]:
+    from dnnbench.workloads import WORKLOADS
+    if name not in WORKLOADS:
+        close = difflib.get_close_matches(name, list(WORKLOADS), n=3, cutoff=0.5)
+        hint = f"; did you mean {', '.join(close)}?" if close else f"; known: {', '.join(sorted(WORKLOADS))}"
+        raise DnnbenchError(f"unknown workload {name!r}{hint}")
+    return name, WORKLOADS[name][2]
+
+
+def check_data(data: Path | None, workload: str, kind: str | None) -> Path | None:
+    """The dataset folder, checked the way the workload will read it (same code as `data verify`)."""
+    if data is None:
+        return None
+    if kind is None:
+        raise DnnbenchError(f"{workload} has no real-data path: drop --data (it runs on synthetic data)")
+    from dnnbench.workloads import data as data_mod
+    path = data.expanduser().resolve()
+    found = data_mod.problems(str(path), kind)
+    if found:
+        more = f" (and {len(found) - 1} more problems: `dnnbench data verify {data} --kind {kind}`)" if len(found) > 1 else ""
+        raise DnnbenchError(f"--data {data} is not a valid {kind} dataset: {found[0]}{more}")
+    return path
+
+
+def check_options(opts: RunOptions) -> None:
+    for name in ("batch_size", "number", "repeat", "nproc"):
+        value = getattr(opts, name)
+        if value is not None and value < 1:
+            raise DnnbenchError(f"--{name.replace('_', '-')} must be at least 1")
+    if opts.warmup is not None and opts.warmup < 0:
+        raise DnnbenchError("--warmup must be 0 or more")
+    if (opts.start_iter is None) != (opts.stop_iter is None):
+        raise DnnbenchError("--start-iter and --stop-iter go together")
+    if opts.start_iter is not None and not 0 <= opts.start_iter < opts.stop_iter:
+        raise DnnbenchError("need 0 <= --start-iter < --stop-iter")
+    if opts.amp not in (None, "none", "fp16", "bf16"):
+        raise DnnbenchError(f"--amp {opts.amp!r}: choose fp16, bf16 or none")
+    if opts.timeout is not None and opts.timeout <= 0:
+        raise DnnbenchError("--timeout must be positive (seconds)")
+    if opts.run_id is not None and not _RUN_ID.match(opts.run_id):
+        raise DnnbenchError(f"--run-id {opts.run_id!r}: use letters, digits, '.', '_' and '-'")
+
+
+def make_run_dir(results: Path, run_id: str, dry_run: bool) -> Path:
+    run_dir = (results / run_id).expanduser().resolve()
+    if dry_run:
+        return run_dir
+    if (run_dir / "result.json").exists():
+        raise DnnbenchError(f"{run_dir} already holds a result: choose another --run-id")
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        probe = run_dir / ".write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        raise DnnbenchError(f"results dir {results} is not writable: {exc.strerror or exc}") from None
+    return run_dir
+
+
+def harness_args(opts: RunOptions, *, data_in: str | None, results_in: str, run_id: str, device: str) -> list[str]:
+    args = ["--results", results_in, "--run-id", run_id, "--device", device]
+    args += ["--data", data_in] if data_in else ["--synthetic"]
+    for name in ("batch_size", "number", "repeat", "warmup", "start_iter", "stop_iter", "workers", "seed"):
+        value = getattr(opts, name)
+        if value is not None:
+            args += [f"--{name.replace('_', '-')}", str(value)]
+    if opts.amp and opts.amp != "none":
+        args += ["--amp", opts.amp]
+    if opts.channels_last:
+        args.append("--channels-last")
+    if opts.compile:
+        args.append("--compile")
+    return args + list(opts.extra)
+
+
+def entry_argv(python: str, workload: str, nproc: int) -> list[str]:
+    """One process, or torchrun (torch.distributed.run, PyTorch 1.9+) with one process per GPU."""
+    if nproc <= 1:
+        return [python, "-m", "dnnbench.workloads", workload]
+    return [python, "-m", "torch.distributed.run", "--standalone", "--nnodes=1",
+            f"--nproc_per_node={nproc}", "-m", "dnnbench.workloads", workload]
+
+
+def _base_run_facts(base_name: str | None) -> dict:
+    from . import catalog
+    if base_name and base_name in catalog.catalog():
+        return dict(catalog.catalog()[base_name].run)
+    return {"ipc": "host"}
+
+
+def resolve_image(opts: RunOptions, runtime: str):
+    from . import image
+    if runtime == "host":
+        return image.host()
+    if opts.dry_run:  # show the plan without touching an engine
+        ref = opts.image or (f"dnnbench:{opts.base}" if opts.base else "<most recent dnnbench image>")
+        return image.RunImage(ref=ref, base=opts.base, python="python3", accelerator="nvidia")
+    if runtime == "docker":
+        from .engines import docker
+        docker.client()
+        return image.resolve_docker(opts.image, opts.base, opts.build)
+    from .engines import apptainer
+    apptainer.binary()
+    return image.resolve_sif(opts.image, opts.base, opts.build)
+
+
+def build_plan(opts: RunOptions) -> plan_mod.RunPlan:
+    """Every check, then the plan. Raises DnnbenchError before anything has started."""
+    runtime = RUNTIME_ALIASES.get(opts.runtime)
+    if runtime is None:
+        raise DnnbenchError(f"--runtime {opts.runtime!r}: choose docker, singularity (apptainer) or host")
+    workload, kind = check_workload(opts.workload)
+    check_options(opts)
+    gpu_ids = gpus_mod.parse(opts.gpus)
+    if gpu_ids and opts.nproc:
+        raise DnnbenchError("--nproc is for CPU runs; with --gpus one process runs per GPU")
+    data = check_data(opts.data, workload, kind)
+    run_id = opts.run_id or f"{time.strftime('%Y%m%d-%H%M%S')}-{workload}-{secrets.token_hex(2)}"
+    run_dir = make_run_dir(opts.results, run_id, opts.dry_run)
+    img = resolve_image(opts, runtime)
+    granted = gpus_mod.check(gpu_ids, img.accelerator) if not opts.dry_run else []
+    nproc = opts.nproc or (len(granted) if gpu_ids == ["all"] else len(gpu_ids or [])) or 1
+    contained = runtime != "host"
+    facts = _base_run_facts(img.base)
+    argv = entry_argv(img.python, workload, nproc) + harness_args(
+        opts, data_in=(plan_mod.DATA_DIR if contained else str(data)) if data else None,
+        results_in=plan_mod.RESULTS_DIR if contained else str(run_dir), run_id=run_id,
+        device="cuda" if gpu_ids else "cpu")
+    env = {"DNNBENCH_RUN_ID": run_id}
+    if img.ref:
+        env["DNNBENCH_IMAGE"] = img.ref
+    if runtime == "docker":
+        env["HOME"] = "/tmp"   # the run's uid may have no home in the image
+    mounts = []
+    if contained:
+        if data:
+            mounts.append(plan_mod.Mount(str(data), plan_mod.DATA_DIR, read_only=True))
+        mounts.append(plan_mod.Mount(str(run_dir), plan_mod.RESULTS_DIR, read_only=False))
+    return plan_mod.RunPlan(
+        runtime=runtime, workload=workload, run_id=run_id, run_dir=str(run_dir), image=img.ref, argv=argv,
+        env=env, mounts=mounts, accelerator=img.accelerator, gpus=gpu_ids,
+        workdir=plan_mod.WORKDIR if contained else str(Path.cwd()),
+        user=f"{os.getuid()}:{os.getgid()}" if runtime == "docker" else None,
+        ipc=facts.get("ipc") if runtime == "docker" else None, shm_size=facts.get("shm_size"),
+        ulimits=dict(facts.get("ulimits") or {}) if runtime == "docker" else {},
+        timeout=opts.timeout, base=img.base)
+
+
+def job_for(plan: plan_mod.RunPlan):
+    if plan.runtime == "docker":
+        from .engines.docker import ContainerJob
+        return ContainerJob(plan), plan_mod.command_line(plan)
+    from .engines.process import ProcessJob
+    if plan.runtime == "singularity":
+        from .engines import apptainer
+        exe = apptainer.binary()
+        return ProcessJob(plan_mod.apptainer_command(plan, exe)), plan_mod.command_line(plan, exe)
+    env = {**os.environ, **plan_mod.host_env(plan)}
+    return ProcessJob(plan.argv, env=env, cwd=plan.workdir), plan_mod.command_line(plan)
+
+
+def execute(plan: plan_mod.RunPlan, *, quiet: bool = False):
+    """Run a plan to the end; returns (result dict, exit code). Never loses the run folder."""
+    from .result import finalize
+    from .supervise import supervise
+
+    run_dir = Path(plan.run_dir)
+    plan.save(run_dir / "plan.json")
+    job, command = job_for(plan)
+    log_path = run_dir / "log.txt"
+    log_path.write_text(f"$ {command}\n", encoding="utf-8")
+    tail: collections.deque = collections.deque(maxlen=30)
+
+    def on_line(line: str) -> None:
+        tail.append(line)
+        if not quiet:
+            err.print(line, markup=False, highlight=False, soft_wrap=True)
+
+    try:
+        outcome = supervise(job, log_path=log_path, on_line=on_line, timeout=plan.timeout)
+    except DnnbenchError as exc:  # the engine refused to start it: keep that in the run folder too
+        from .supervise import Outcome
+        with open(log_path, "a", encoding="utf-8") as log:
+            log.write(f"[dnnbench] error: {exc}\n")
+        finalize(run_dir, plan=plan.to_dict(), outcome=Outcome(125, "exited", 0.0), command=command,
+                 log_tail=[str(exc)])
+        exc.log = str(log_path)
+        raise
+    data = finalize(run_dir, plan=plan.to_dict(), outcome=outcome, command=command, log_tail=list(tail))
+    code = outcome.exit_code
+    if outcome.ended == "timeout":
+        code = EXIT_TIMEOUT
+    elif outcome.ended == "interrupted":
+        code = 130
+    elif code == 0 and data["status"] != "ok":
+        code = 1
+    return data, code
+
+
+def run_command(opts: RunOptions) -> int:
+    plan = build_plan(opts)
+    exe = None
+    if plan.runtime == "singularity" and not opts.dry_run:
+        from .engines import apptainer
+        exe = apptainer.binary()
+    if opts.dry_run:
+        out.print(plan_mod.describe(plan), markup=False, highlight=False)
+        out.print(plan_mod.command_line(plan, exe), markup=False, highlight=False, soft_wrap=True)
+        return 0
+    info(f"run {plan.run_id}: {plan.workload} on {plan.runtime} ({plan.image or 'this Python'}), "
+         f"{'GPUs ' + ','.join(plan.gpus) if plan.gpus else 'CPU'}; results in {plan.run_dir}")
+    data, code = execute(plan, quiet=opts.quiet)
+    from .result import summary_table
+    out.print(summary_table([(Path(plan.run_dir), data)]))
+    if data.get("status") != "ok":
+        err.print(f"[red]{data.get('status')}[/]: {data.get('message')}", soft_wrap=True)
+    info(f"result: {Path(plan.run_dir) / 'result.json'}  log: {Path(plan.run_dir) / 'log.txt'}")
+    return code
