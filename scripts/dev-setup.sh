@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Everything a fresh Debian 12 machine needs to run dnnbench and its tests, as root:
+# the engines (setup-engines.sh), a virtualenv .venv with dnnbench (+ torch, test tools),
+# and the locally built base image the engine tests and the quickstart share.
+# Idempotent and cached: a second run takes seconds.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+log() { printf '[dev-setup] %s\n' "$*"; }
+
+bash scripts/setup-engines.sh
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  if ! "$PY" -m venv --help >/dev/null 2>&1 || ! "$PY" -c 'import ensurepip' 2>/dev/null; then
+    apt-get install -y -qq python3-venv >/dev/null
+  fi
+  log "creating .venv ($("$PY" --version))"
+  "$PY" -m venv .venv
+fi
+TORCH=${DNNBENCH_TEST_TORCH:-torch==2.14.1 torchvision==0.29.1}
+log "installing $TORCH and dnnbench[torch,test,telemetry] into .venv"
+.venv/bin/python -m pip install -q --upgrade pip 2>&1 | grep -v 'is ignored' || true
+.venv/bin/python -m pip install -q $TORCH -e '.[torch,test,telemetry]' 2>&1 | grep -v 'is ignored' || true
+.venv/bin/python -c 'import dnnbench, torch, torchvision; print("[dev-setup] dnnbench", dnnbench.__version__, "torch", torch.__version__)'
+bash scripts/make-test-base.sh

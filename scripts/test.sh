@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# The test command (README, CI): set up what is missing, then run the whole suite, engine
+# tests included, against the real Docker engine and Apptainer. Extra arguments go to pytest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/dev-setup.sh
+exec .venv/bin/python -m pytest -q -p no:cacheprovider "$@"
