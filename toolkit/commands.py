@@ -3,7 +3,7 @@ wiring below, what reads its results). Heavy imports stay inside the commands.""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import List, Optional
 
 import typer
 
@@ -106,3 +106,51 @@ def data_verify(
     """Check a dataset's layout the way the workloads read it; say exactly what is wrong."""
     from .data import verify_command
     raise typer.Exit(verify_command(path, kind, deep))
+
+
+@app.command()
+def report(
+    results: List[Path] = typer.Argument(..., help="Result files or folders (searched for result.json)."),
+    fmt: str = typer.Option("table", "--format", "-f", help="table, csv, md, json or html."),
+    baseline: Optional[Path] = typer.Option(None, "--baseline", help="Targets: YAML/JSON {job: throughput}, or a results folder."),
+    weight: List[str] = typer.Option([], "--weight", help="JOB=W (or WORKLOAD=W) weight in the score (repeatable)."),
+    tolerance: float = typer.Option(0.05, "--tolerance", help="A job passes at mean >= target x (1 - tolerance)."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write here instead of stdout."),
+    plots: Optional[Path] = typer.Option(None, "--plots", help="Write PNG plots into this folder."),
+    wide_csv: Optional[Path] = typer.Option(None, "--wide-csv", help="Also write a Lambda-style CSV (system x job)."),
+):
+    """Mean, sd, sd% and n per job from raw result files; against a baseline: diff %, pass/fail,
+    and a score (weighted geometric mean of ratios). Exit 1 when a job fails its target."""
+    from .report import report_command
+    raise typer.Exit(report_command(results, fmt, baseline, weight, tolerance, output, plots, wide_csv))
+
+
+@app.command()
+def compare(a: Path = typer.Argument(..., help="Results of machine/image A."),
+            b: Path = typer.Argument(..., help="Results of machine/image B.")):
+    """Two result sets side by side, job by job, with the ratio B/A."""
+    from .report import compare_command
+    compare_command(a, b)
+
+
+suite_app = typer.Typer(help="Suites: many runs from one YAML file.", no_args_is_help=True)
+app.add_typer(suite_app, name="suite")
+
+
+@suite_app.command("run")
+def suite_run(
+    file: Path = typer.Argument(..., help="Suite YAML (see suites/*.yaml)."),
+    only: List[str] = typer.Option([], "--only", help="Run only jobs matching this glob (repeatable), e.g. 'resnet*'."),
+    resume: bool = typer.Option(False, "--resume", help="Skip runs that already finished; redo cut-off ones."),
+    results: Path = typer.Option(Path("results"), "--results", help="The suite's runs go in RESULTS/<suite name>/."),
+    runtime: Optional[str] = typer.Option(None, "--runtime", help="Override every job's runtime."),
+    image: Optional[str] = typer.Option(None, "--image", help="Override every job's image."),
+    base: Optional[str] = typer.Option(None, "--base", help="Override every job's base."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="List the runs; run nothing."),
+):
+    """Run a suite: sweeps x repeats; a failed, timed-out or OOM run is recorded and the suite
+    goes on; --resume continues an interrupted suite."""
+    from .suite import run_command as suite_run_command
+    raise typer.Exit(suite_run_command(file, only=only, resume=resume, results=results,
+                                       overrides={"runtime": runtime, "image": image, "base": base},
+                                       dry_run=dry_run))

@@ -43,6 +43,8 @@ class RunPlan:
     cap_add: list[str] = field(default_factory=list)
     timeout: float | None = None
     base: str | None = None
+    job: str | None = None            # suite job name reports group by
+    cpuset: str | None = None         # cores this run is pinned to ("0-3"), for parallel copies
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -73,6 +75,8 @@ def docker_command(plan: RunPlan) -> list[str]:
         cmd += [f"--shm-size={plan.shm_size}"]
     cmd += [_ulimit_flag(k, v) for k, v in plan.ulimits.items()]
     cmd += [f"--cap-add={c}" for c in plan.cap_add]
+    if plan.cpuset:
+        cmd += [f"--cpuset-cpus={plan.cpuset}"]
     if plan.gpus and plan.accelerator == "nvidia":
         cmd += ["--gpus", "all" if plan.gpus == ["all"] else f'"device={",".join(plan.gpus)}"']
     if plan.accelerator == "amd" and plan.gpus:
@@ -103,7 +107,12 @@ def apptainer_command(plan: RunPlan, exe: str = "apptainer") -> list[str]:
         cmd += ["--bind", f"{m.source}:{m.target}" + (":ro" if m.read_only else "")]
     for k, v in apptainer_env(plan).items():
         cmd += ["--env", f"{k}={v}"]
-    return cmd + [plan.image or "IMAGE.sif"] + plan.argv
+    return pinned(plan, cmd + [plan.image or "IMAGE.sif"] + plan.argv)
+
+
+def pinned(plan: RunPlan, argv: list[str]) -> list[str]:
+    """Outside docker, a cpuset is applied with taskset (util-linux)."""
+    return ["taskset", "-c", plan.cpuset] + argv if plan.cpuset else argv
 
 
 def host_env(plan: RunPlan) -> dict:
@@ -120,7 +129,7 @@ def command_line(plan: RunPlan, exe: str | None = None) -> str:
     if plan.runtime == "singularity":
         return shlex.join(apptainer_command(plan, exe or "apptainer"))
     env = " ".join(f"{k}={shlex.quote(str(v))}" for k, v in host_env(plan).items())
-    return (env + " " if env else "") + shlex.join(plan.argv)
+    return (env + " " if env else "") + shlex.join(pinned(plan, plan.argv))
 
 
 def describe(plan: RunPlan) -> str:

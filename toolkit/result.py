@@ -37,6 +37,8 @@ def finalize(run_dir: Path, *, plan: dict, outcome, command: str, log_tail: list
     elif data["status"] == "running":   # the harness died mid-run
         data["status"] = "error"
         data["message"] = f"the run ended (exit {outcome.exit_code}) before finishing"
+    if plan.get("job"):
+        data["job"] = plan["job"]
     data["host"] = {
         "runtime": plan["runtime"], "image": plan["image"], "base": plan.get("base"),
         "exit_code": outcome.exit_code, "ended": outcome.ended, "seconds": round(outcome.seconds, 3),

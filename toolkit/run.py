@@ -52,6 +52,8 @@ class RunOptions:
     workers: int | None = None
     seed: int | None = None
     extra: list[str] = field(default_factory=list)
+    cpuset: str | None = None
+    run_dir: Path | None = None       # suites: the folder, when it is not RESULTS/<run-id>
 
 
 def check_workload(name: str) -> tuple[str, str | None]:
@@ -97,8 +99,8 @@ def check_options(opts: RunOptions) -> None:
         raise DnnbenchError(f"--run-id {opts.run_id!r}: use letters, digits, '.', '_' and '-'")
 
 
-def make_run_dir(results: Path, run_id: str, dry_run: bool) -> Path:
-    run_dir = (results / run_id).expanduser().resolve()
+def make_run_dir(results: Path, run_id: str, dry_run: bool, run_dir: Path | None = None) -> Path:
+    run_dir = (run_dir or results / run_id).expanduser().resolve()
     if dry_run:
         return run_dir
     if (run_dir / "result.json").exists():
@@ -172,7 +174,7 @@ def build_plan(opts: RunOptions) -> plan_mod.RunPlan:
         raise DnnbenchError("--nproc is for CPU runs; with --gpus one process runs per GPU")
     data = check_data(opts.data, workload, kind)
     run_id = opts.run_id or f"{time.strftime('%Y%m%d-%H%M%S')}-{workload}-{secrets.token_hex(2)}"
-    run_dir = make_run_dir(opts.results, run_id, opts.dry_run)
+    run_dir = make_run_dir(opts.results, run_id, opts.dry_run, opts.run_dir)
     img = resolve_image(opts, runtime)
     granted = gpus_mod.check(gpu_ids, img.accelerator) if not opts.dry_run else []
     nproc = opts.nproc or (len(granted) if gpu_ids == ["all"] else len(gpu_ids or [])) or 1
@@ -199,7 +201,7 @@ def build_plan(opts: RunOptions) -> plan_mod.RunPlan:
         user=f"{os.getuid()}:{os.getgid()}" if runtime == "docker" else None,
         ipc=facts.get("ipc") if runtime == "docker" else None, shm_size=facts.get("shm_size"),
         ulimits=dict(facts.get("ulimits") or {}) if runtime == "docker" else {},
-        timeout=opts.timeout, base=img.base)
+        timeout=opts.timeout, base=img.base, cpuset=opts.cpuset)
 
 
 def job_for(plan: plan_mod.RunPlan):
@@ -212,7 +214,7 @@ def job_for(plan: plan_mod.RunPlan):
         exe = apptainer.binary()
         return ProcessJob(plan_mod.apptainer_command(plan, exe)), plan_mod.command_line(plan, exe)
     env = {**os.environ, **plan_mod.host_env(plan)}
-    return ProcessJob(plan.argv, env=env, cwd=plan.workdir), plan_mod.command_line(plan)
+    return ProcessJob(plan_mod.pinned(plan, plan.argv), env=env, cwd=plan.workdir), plan_mod.command_line(plan)
 
 
 def execute(plan: plan_mod.RunPlan, *, quiet: bool = False):

@@ -1,0 +1,295 @@
+"""`dnnbench report` and `compare`: statistics over runs, recomputed from the raw windows of
+every result file (never from a summary someone wrote), grouped per system and job."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from dnnbench.workloads import schema
+
+from .errors import DnnbenchError
+from .result import gpu_name
+
+FORMATS = ("table", "csv", "md", "json", "html")
+
+
+@dataclass
+class Job:
+    system: str
+    job: str
+    workload: str
+    batch_size: int | None
+    amp: str
+    world_size: int
+    unit: str
+    rates: list[float] = field(default_factory=list)     # one per ok run: total throughput
+    failed: list[str] = field(default_factory=list)      # statuses of the runs that were not ok
+    paths: list[str] = field(default_factory=list)
+
+    @property
+    def n(self) -> int:
+        return len(self.rates)
+
+    @property
+    def mean(self) -> float | None:
+        return statistics.mean(self.rates) if self.rates else None
+
+    @property
+    def sd(self) -> float | None:
+        return statistics.stdev(self.rates) if len(self.rates) > 1 else (0.0 if self.rates else None)
+
+    @property
+    def sd_pct(self) -> float | None:
+        return 100 * self.sd / self.mean if self.mean else None
+
+
+def find_results(paths: list[Path]) -> list[Path]:
+    files: list[Path] = []
+    for p in paths:
+        if p.is_file():
+            files.append(p)
+        elif p.is_dir():
+            files.extend(sorted(p.rglob(schema.RESULT_FILE)))
+        else:
+            raise DnnbenchError(f"{p} does not exist")
+    if not files:
+        raise DnnbenchError(f"no {schema.RESULT_FILE} under {', '.join(map(str, paths))}")
+    return files
+
+
+def job_name(data: dict) -> str:
+    opts = data.get("options") or {}
+    if data.get("job"):
+        return data["job"]
+    amp = opts.get("amp") or "none"
+    return (f"{data['workload']}-bs{opts.get('batch_size', '?')}" + ("" if amp == "none" else f"-{amp}")
+            + (f"-x{data.get('world_size')}" if data.get("world_size", 1) > 1 else ""))
+
+
+def rate(data: dict) -> float | None:
+    """Total throughput of one run, from its raw windows (parallel copies summed)."""
+    tp = schema.throughput(data.get("windows") or [], int(data.get("world_size") or 1))["total"]["overall"]
+    if tp is None:
+        return None
+    return tp + sum(rate(c) or 0 for c in data.get("copies") or [])
+
+
+def collect(paths: list[Path], system: str | None = None) -> dict[tuple[str, str], Job]:
+    """Jobs keyed by (system, job); `system` overrides the label (e.g. for compare)."""
+    jobs: dict[tuple[str, str], Job] = {}
+    problems = []
+    for path in find_results(paths):
+        try:
+            data = schema.read(str(path))
+        except (ValueError, OSError) as exc:
+            problems.append(str(exc))
+            continue
+        if data.get("copy_of"):
+            continue   # counted in its parallel run's combined result
+        opts = data.get("options") or {}
+        label = system or data.get("system_label") or gpu_name(data)
+        key = (label, job_name(data))
+        job = jobs.setdefault(key, Job(system=label, job=key[1], workload=data["workload"],
+                                       batch_size=opts.get("batch_size"), amp=opts.get("amp") or "none",
+                                       world_size=int(data.get("world_size") or 1), unit=data.get("unit", "")))
+        job.paths.append(str(path))
+        r = rate(data) if data["status"] == "ok" else None
+        if r is None:
+            job.failed.append(data["status"])
+        else:
+            job.rates.append(r)
+    if not jobs:
+        raise DnnbenchError("no readable results: " + "; ".join(problems[:3]))
+    return jobs
+
+
+def load_baseline(path: Path) -> dict[str, float]:
+    """Targets per job: a YAML/JSON mapping {job: throughput} (or {job: {throughput: x}}), or a
+    results folder whose job means become the targets."""
+    if path.is_dir():
+        return {j.job: j.mean for j in collect([path]).values() if j.mean}
+    if not path.is_file():
+        raise DnnbenchError(f"baseline {path} does not exist")
+    import yaml
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise DnnbenchError(f"baseline {path} is not valid YAML/JSON: {exc}") from None
+    if isinstance(data, dict) and "targets" in data:
+        data = data["targets"]
+    if not isinstance(data, dict):
+        raise DnnbenchError(f"baseline {path}: expected a mapping of job -> throughput")
+    out = {}
+    for job, value in data.items():
+        value = value.get("throughput") if isinstance(value, dict) else value
+        if not isinstance(value, (int, float)) or value <= 0:
+            raise DnnbenchError(f"baseline {path}: job {job!r} needs a positive throughput, got {value!r}")
+        out[str(job)] = float(value)
+    return out
+
+
+def parse_weights(items: list[str]) -> dict[str, float]:
+    weights = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        try:
+            weights[name] = float(value)
+        except ValueError:
+            raise DnnbenchError(f"--weight expects JOB=NUMBER, got {item!r}") from None
+        if not sep or weights[name] < 0:
+            raise DnnbenchError(f"--weight expects JOB=NUMBER >= 0, got {item!r}")
+    return weights
+
+
+def rows(jobs: dict, baseline: dict | None, tolerance: float) -> list[dict]:
+    out = []
+    for (system, name), j in sorted(jobs.items()):
+        row = {"system": system, "job": name, "workload": j.workload, "batch_size": j.batch_size, "amp": j.amp,
+               "world_size": j.world_size, "unit": j.unit, "n": j.n, "failed": len(j.failed),
+               "mean": j.mean, "sd": j.sd, "sd_pct": j.sd_pct}
+        if baseline is not None:
+            target = baseline.get(name)
+            row["target"] = target
+            row["diff_pct"] = 100 * (j.mean / target - 1) if target and j.mean else None
+            row["pass"] = (j.mean >= target * (1 - tolerance)) if target and j.mean else None
+        out.append(row)
+    return out
+
+
+def score(table: list[dict], weights: dict[str, float]) -> float | None:
+    """Weighted geometric mean of mean/target over the jobs that have both."""
+    num = den = 0.0
+    for r in table:
+        if r.get("target") and r.get("mean"):
+            w = weights.get(r["job"], weights.get(r["workload"], 1.0))
+            num += w * math.log(r["mean"] / r["target"])
+            den += w
+    return math.exp(num / den) if den else None
+
+
+def _fmt(v, digits=1):
+    if v is None:
+        return "-"
+    if isinstance(v, bool):
+        return "pass" if v else "FAIL"
+    if isinstance(v, float):
+        return f"{v:,.{digits}f}"
+    return str(v)
+
+
+COLUMNS = [("system", "system"), ("job", "job"), ("n", "n"), ("failed", "failed"), ("mean", "mean"),
+           ("sd", "sd"), ("sd_pct", "sd%"), ("unit", "unit")]
+BASELINE_COLUMNS = [("target", "target"), ("diff_pct", "diff%"), ("pass", "pass")]
+
+
+def render(table: list[dict], fmt: str, *, total_score: float | None, with_baseline: bool) -> str | None:
+    cols = COLUMNS + (BASELINE_COLUMNS if with_baseline else [])
+    if fmt == "json":
+        return json.dumps({"statistic": "total throughput per run (sum over ranks and copies), mean over runs",
+                           "jobs": table, "score": total_score}, indent=1)
+    if fmt == "csv":
+        buf = io.StringIO()
+        w = csv.writer(buf)
+        w.writerow([h for _, h in cols])
+        for r in table:
+            w.writerow(["" if r.get(k) is None else r.get(k) for k, _ in cols])
+        return buf.getvalue()
+    if fmt == "md":
+        lines = ["| " + " | ".join(h for _, h in cols) + " |", "|" + "---|" * len(cols)]
+        lines += ["| " + " | ".join(_fmt(r.get(k)) for k, _ in cols) + " |" for r in table]
+        if total_score is not None:
+            lines.append(f"\nscore (weighted geometric mean of mean/target): {total_score:.3f}")
+        return "\n".join(lines) + "\n"
+    if fmt == "table":
+        from rich.table import Table
+
+        from .console import out
+        t = Table(title="dnnbench report (total throughput per run; mean, sd over runs)")
+        for k, h in cols:
+            t.add_column(h, justify="left" if k in ("system", "job", "unit") else "right", overflow="fold")
+        for r in table:
+            t.add_row(*[_fmt(r.get(k)) for k, _ in cols])
+        out.print(t)
+        if total_score is not None:
+            out.print(f"score (weighted geometric mean of mean/target): {total_score:.3f}")
+        return None
+    raise DnnbenchError(f"unknown format {fmt!r}: choose {', '.join(FORMATS)}")
+
+
+def lambda_csv(jobs: dict) -> str:
+    """Lambda-style: one row per system, one column per job, cells = mean throughput."""
+    systems = sorted({s for s, _ in jobs})
+    names = sorted({n for _, n in jobs})
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow(["system \\ job (mean total throughput, items/s)"] + names)
+    for s in systems:
+        w.writerow([s] + [("" if (s, n) not in jobs or jobs[(s, n)].mean is None else f"{jobs[(s, n)].mean:.2f}")
+                          for n in names])
+    return buf.getvalue()
+
+
+def report_command(paths: list[Path], fmt: str, baseline: Path | None, weights: list[str], tolerance: float,
+                   output: Path | None, plots: Path | None, wide_csv: Path | None) -> int:
+    if fmt not in FORMATS:
+        raise DnnbenchError(f"unknown format {fmt!r}: choose {', '.join(FORMATS)}")
+    jobs = collect(paths)
+    targets = load_baseline(baseline) if baseline else None
+    table = rows(jobs, targets, tolerance)
+    total = score(table, parse_weights(weights)) if targets else None
+    if wide_csv:
+        _write(wide_csv, lambda_csv(jobs))
+    if plots or fmt == "html":
+        from .plots import html_page, write_plots
+        folder = plots or (output.parent if output else Path("."))
+        pngs = write_plots(jobs, folder)
+        if fmt == "html":
+            text = html_page(table, pngs, total, with_baseline=targets is not None)
+            if output is None:
+                output = folder / "report.html"
+            _write(output, text)
+            return _exit(table)
+    text = render(table, fmt, total_score=total, with_baseline=targets is not None)
+    if text is not None:
+        if output:
+            _write(output, text)
+        else:
+            import sys
+            sys.stdout.write(text)
+    return _exit(table)
+
+
+def _exit(table: list[dict]) -> int:
+    return 1 if any(r.get("pass") is False for r in table) else 0
+
+
+def _write(path: Path, text: str) -> None:
+    from .console import info
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    except OSError as exc:
+        raise DnnbenchError(f"cannot write {path}: {exc.strerror or exc}") from None
+    info(f"wrote {path}")
+
+
+def compare_command(a: Path, b: Path) -> None:
+    from rich.table import Table
+
+    from .console import out
+    ja = {n: j for (_, n), j in collect([a], system="A").items()}
+    jb = {n: j for (_, n), j in collect([b], system="B").items()}
+    t = Table(title=f"A = {a}   B = {b}   (mean total throughput)")
+    for h in ("job", "A", "sd% A", "B", "sd% B", "B/A"):
+        t.add_column(h, justify="left" if h == "job" else "right")
+    for name in sorted(set(ja) | set(jb)):
+        x, y = ja.get(name), jb.get(name)
+        ratio = y.mean / x.mean if x and y and x.mean and y.mean else None
+        t.add_row(name, _fmt(x.mean if x else None), _fmt(x.sd_pct if x else None),
+                  _fmt(y.mean if y else None), _fmt(y.sd_pct if y else None), _fmt(ratio, 3))
+    out.print(t)

@@ -1,0 +1,271 @@
+"""`dnnbench suite run FILE`: many runs from one YAML file, with sweeps, repeats, timeouts,
+per-GPU parallel copies (mila's multi-user mode), failures recorded and resumable."""
+from __future__ import annotations
+
+import difflib
+import fnmatch
+import itertools
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import DnnbenchError
+
+JOB_KEYS = {"name", "workload", "batch_size", "amp", "repeats", "timeout", "gpus", "nproc", "parallel", "data",
+            "options", "extra", "image", "base", "runtime"}
+OPTION_KEYS = {"number", "repeat", "warmup", "workers", "channels_last", "compile", "seed", "start_iter",
+               "stop_iter"}
+FINAL = {"ok", "nan", "oom", "error", "timeout"}   # an interrupted run is redone on --resume
+
+
+class _Mapping(dict):
+    line = 0
+    key_lines: dict = {}
+
+
+def _load_yaml(path: Path):
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    def mapping(loader, node):
+        m = _Mapping(loader.construct_mapping(node, deep=True))
+        m.line = node.start_mark.line + 1
+        m.key_lines = {k.value: k.start_mark.line + 1 for k, _ in node.value}
+        return m
+    Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
+    try:
+        return yaml.load(path.read_text(), Loader=Loader)  # noqa: S506 - SafeLoader subclass
+    except OSError as exc:
+        raise DnnbenchError(f"cannot read suite {path}: {exc.strerror or exc}") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f":{mark.line + 1}" if mark else ""
+        raise DnnbenchError(f"{path}{where}: not valid YAML: {getattr(exc, 'problem', exc)}") from None
+
+
+@dataclass
+class Run:
+    job: str              # the job name reports group by: name-bsB[-amp]
+    run_id: str           # folder under the suite's results: job/rN
+    workload: str
+    batch_size: int | None
+    amp: str
+    repeat_index: int
+    spec: dict = field(default_factory=dict)
+
+
+@dataclass
+class Suite:
+    name: str
+    path: Path
+    runs: list[Run]
+
+
+def _list(value):
+    return value if isinstance(value, list) else [value]
+
+
+def load(path: Path) -> Suite:
+    from dnnbench.workloads import WORKLOADS
+
+    doc = _load_yaml(path)
+    if not isinstance(doc, dict) or not isinstance(doc.get("jobs"), list) or not doc["jobs"]:
+        raise DnnbenchError(f"{path}:1: a suite needs a non-empty `jobs:` list")
+    unknown_top = set(doc) - {"name", "defaults", "jobs", "description"}
+    if unknown_top:
+        key = sorted(unknown_top)[0]
+        raise DnnbenchError(f"{path}:{doc.key_lines.get(key, 1)}: unknown key {key!r} (name, description, defaults, jobs)")
+    defaults = doc.get("defaults") or {}
+    runs, seen = [], set()
+    for raw in doc["jobs"]:
+        line = getattr(raw, "line", 1)
+        if not isinstance(raw, dict):
+            raise DnnbenchError(f"{path}:{line}: each job is a mapping with at least `workload:`")
+        job = {**defaults, **raw}
+        where = lambda key: f"{path}:{getattr(raw, 'key_lines', {}).get(key, line)}"  # noqa: E731
+        for key in job:
+            if key not in JOB_KEYS:
+                close = difflib.get_close_matches(key, JOB_KEYS, n=1)
+                raise DnnbenchError(f"{where(key)}: unknown job key {key!r}"
+                                    + (f"; did you mean {close[0]}?" if close else ""))
+        workload = job.get("workload")
+        if workload not in WORKLOADS:
+            close = difflib.get_close_matches(str(workload), list(WORKLOADS), n=2)
+            raise DnnbenchError(f"{where('workload')}: unknown workload {workload!r}"
+                                + (f"; did you mean {', '.join(close)}?" if close else ""))
+        opts = {**(defaults.get("options") or {}), **(raw.get("options") or {})}
+        for key in opts:
+            if key not in OPTION_KEYS:
+                raise DnnbenchError(f"{where('options')}: unknown option {key!r} ({', '.join(sorted(OPTION_KEYS))})")
+        for b in _list(job.get("batch_size")):
+            if b is not None and (not isinstance(b, int) or b < 1):
+                raise DnnbenchError(f"{where('batch_size')}: batch_size must be a positive integer or a list, got {b!r}")
+        for a in _list(job.get("amp", "none")):
+            if a not in ("none", "fp16", "bf16"):
+                raise DnnbenchError(f"{where('amp')}: amp must be none, fp16 or bf16, got {a!r}")
+        repeats = job.get("repeats", 1)
+        if not isinstance(repeats, int) or repeats < 1:
+            raise DnnbenchError(f"{where('repeats')}: repeats must be a positive integer")
+        timeout = job.get("timeout")
+        if timeout is not None and (not isinstance(timeout, (int, float)) or timeout <= 0):
+            raise DnnbenchError(f"{where('timeout')}: timeout must be positive seconds")
+        parallel = job.get("parallel")
+        if parallel is not None and parallel != "per-gpu" and not (isinstance(parallel, int) and parallel >= 1):
+            raise DnnbenchError(f"{where('parallel')}: parallel is per-gpu or a number of CPU copies")
+        name = str(job.get("name") or workload)
+        for b, a in itertools.product(_list(job.get("batch_size")), _list(job.get("amp", "none"))):
+            label = name + (f"-bs{b}" if b else "") + ("" if a == "none" else f"-{a}")
+            if label in seen:
+                raise DnnbenchError(f"{where('name')}: job {label!r} appears twice; give one a `name:`")
+            seen.add(label)
+            for r in range(1, repeats + 1):
+                runs.append(Run(job=label, run_id=f"{label}/r{r}", workload=workload, batch_size=b, amp=a,
+                                repeat_index=r, spec={**job, "options": opts}))
+    return Suite(name=str(doc.get("name") or path.stem), path=path, runs=runs)
+
+
+def _status(run_dir: Path) -> str | None:
+    from dnnbench.workloads import schema
+    try:
+        return schema.read(str(run_dir / schema.RESULT_FILE))["status"]
+    except (OSError, ValueError):
+        return None
+
+
+def _options(run: Run, *, results: Path, run_id: str, overrides: dict, gpus: str | None,
+             cpuset: str | None = None):
+    """RunOptions for one run; its folder is results/<run_id> (job/rN[/copy]), its id a slug of it
+    with the suite's name (container names must be unique)."""
+    from .run import RunOptions
+    spec, opts = run.spec, run.spec["options"]
+    data = spec.get("data")
+    return RunOptions(
+        workload=run.workload, data=Path(data) if data else None, gpus=gpus, nproc=spec.get("nproc"),
+        runtime=overrides.get("runtime") or spec.get("runtime") or "docker",
+        image=overrides.get("image") or spec.get("image"), base=overrides.get("base") or spec.get("base"),
+        build=False, results=results, run_id=f"{results.name}.{run_id}".replace("/", "."),
+        run_dir=results / run_id, timeout=spec.get("timeout"), quiet=True,
+        batch_size=run.batch_size, amp=run.amp, number=opts.get("number"), repeat=opts.get("repeat"),
+        warmup=opts.get("warmup"), workers=opts.get("workers"), seed=opts.get("seed"),
+        start_iter=opts.get("start_iter"), stop_iter=opts.get("stop_iter"),
+        channels_last=bool(opts.get("channels_last")), compile=bool(opts.get("compile")),
+        extra=[str(x) for x in spec.get("extra") or []], cpuset=cpuset)
+
+
+def _cpu_shares(copies: int) -> list[str]:
+    cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
+    share = max(1, len(cores) // copies)
+    return [",".join(str(c) for c in cores[(k * share) % len(cores):(k * share) % len(cores) + share])
+            for k in range(copies)]
+
+
+def _execute_one(run: Run, suite_dir: Path, overrides: dict) -> tuple[str, int]:
+    """One run (or its parallel copies); returns (status, exit code). Never raises for a run
+    that fails: the failure is its result."""
+    from dnnbench.workloads import schema
+
+    from .run import build_plan, execute
+    parallel = run.spec.get("parallel")
+    gpus = run.spec.get("gpus")
+    if not parallel:
+        plan = build_plan(_options(run, results=suite_dir, run_id=run.run_id, overrides=overrides, gpus=gpus))
+        plan.job = run.job
+        data, code = execute(plan, quiet=True)
+        return data["status"], code
+    # mila's multi-user mode: the same single-GPU job once per GPU (or N CPU copies), at once,
+    # each pinned to its share of the cores; throughput is summed in the report.
+    from . import gpus as gpus_mod
+    if parallel == "per-gpu":
+        ids = gpus_mod.parse(str(gpus) if gpus else "all") or []
+        if ids == ["all"]:
+            ids = [g["index"] for g in gpus_mod.visible("nvidia") or []]
+        if not ids:
+            raise DnnbenchError(f"job {run.job}: parallel per-gpu, but no GPUs are visible")
+        copies = [(f"gpu{g}", g) for g in ids]
+    else:
+        copies = [(f"cpu{k}", None) for k in range(int(parallel))]
+    shares = _cpu_shares(len(copies))
+    plans = []
+    for (label, gpu), cpuset in zip(copies, shares):
+        plan = build_plan(_options(run, results=suite_dir, run_id=f"{run.run_id}/{label}", overrides=overrides,
+                                   gpus=gpu, cpuset=cpuset))
+        plan.job = run.job
+        plans.append(plan)
+    outcomes: list = [None] * len(plans)
+
+    def work(i):
+        outcomes[i] = execute(plans[i], quiet=True)
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(plans))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    results = [o[0] if o else {"status": "error"} for o in outcomes]
+    combined = dict(results[0])
+    combined["copies"] = results[1:]
+    combined["status"] = "ok" if all(r.get("status") == "ok" for r in results) else \
+        next(r.get("status") for r in results if r.get("status") != "ok")
+    combined["run_id"] = run.run_id
+    for plan in plans:  # the copies' own files stay for reading, marked so reports do not count them twice
+        path = Path(plan.run_dir) / schema.RESULT_FILE
+        if path.exists():
+            own = schema.read(str(path))
+            own["copy_of"] = run.run_id
+            schema.write_atomic(str(path), own)
+    schema.write_atomic(str(suite_dir / run.run_id / schema.RESULT_FILE), combined)
+    return combined["status"], max((o[1] for o in outcomes if o), default=1)
+
+
+def run_command(path: Path, *, only: list[str], resume: bool, results: Path, overrides: dict,
+                dry_run: bool) -> int:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    from .console import err, info
+    suite = load(path)
+    runs = [r for r in suite.runs if not only or any(fnmatch.fnmatchcase(r.job, g) for g in only)]
+    if not runs:
+        raise DnnbenchError(f"--only {' '.join(only)} matches no job; jobs: "
+                            + ", ".join(sorted({r.job for r in suite.runs})))
+    suite_dir = (results / suite.name).resolve()
+    if dry_run:
+        for r in runs:
+            print(f"{r.run_id}\t{r.workload}\tbatch={r.batch_size or 'default'}\tamp={r.amp}"
+                  f"\tgpus={r.spec.get('gpus') or '-'}\tparallel={r.spec.get('parallel') or '-'}")
+        return 0
+    done = {r.run_id for r in runs if _status(suite_dir / r.run_id) in FINAL}
+    if done and not resume:
+        raise DnnbenchError(f"{suite_dir} already holds {len(done)} finished runs of this suite: pass --resume "
+                            f"to go on where it stopped, or --results elsewhere")
+    todo = [r for r in runs if r.run_id not in done]
+    info(f"suite {suite.name}: {len(runs)} runs, {len(done)} already done, {len(todo)} to go; results in {suite_dir}")
+    failures = 0
+    with Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=err) as bar:
+        task = bar.add_task(suite.name, total=len(runs), completed=len(done))
+        for r in todo:
+            bar.update(task, description=f"{suite.name}: {r.run_id}")
+            partial = suite_dir / r.run_id
+            if partial.exists() and _status(partial) not in FINAL:
+                import shutil
+                shutil.rmtree(partial)   # a run cut off mid-way starts again
+            try:
+                status, _ = _execute_one(r, suite_dir, overrides)
+            except DnnbenchError as exc:
+                if "Docker engine" in str(exc) or "apptainer" in str(exc).lower() and "PATH" in str(exc):
+                    raise   # the engine is gone: no later run can succeed
+                status = "error"
+                bar.console.print(f"[red]{r.run_id}: {exc}[/]", soft_wrap=True)
+            if status == "interrupted":
+                bar.console.print(f"[yellow]suite interrupted at {r.run_id}[/]: `dnnbench suite run {path} "
+                                  f"--resume` goes on from there")
+                return 130
+            if status != "ok":
+                failures += 1
+                bar.console.print(f"[red]{r.run_id}: {status}[/] (recorded; the suite goes on)")
+            bar.advance(task)
+    info(f"suite {suite.name}: {len(todo) - failures} ok, {failures} failed; "
+         f"`dnnbench report {suite_dir}` summarizes it")
+    return 1 if failures else 0
