@@ -1,9 +1,9 @@
 """Cold vs warm `dnnbench build`: after a change to workload code only, the dependency layers
-(apt, pip) must come from the cache. Builds on a local base with one pip dependency, so the
+(apt, pip) must come from the cache. Builds on a local base with one apt dependency, so the
 cached layer is a real one.
 
 Usage: python benchmarks/rebuild.py [--base local:dnnbench-testbase:bookworm-torch2.14.1]
-       [--pip nvidia-ml-py==12.535.161]
+       [--apt less]
 """
 import argparse
 import re
@@ -28,9 +28,9 @@ def timed_build(base, tag, log_dir, no_cache):
 def main():
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--base", default="local:dnnbench-testbase:bookworm-torch2.14.1")
-    p.add_argument("--pip", default="nvidia-ml-py==12.535.161")
+    p.add_argument("--apt", default="less", help="a package for the dependency layer (Debian's mirror over http)")
     a = p.parse_args()
-    base = replace(catalog.resolve(a.base)[0], pip=(a.pip,))
+    base = replace(catalog.resolve(a.base)[0], apt=(a.apt,))
     tag = "dnnbench-bench:rebuild"
     original = build._copy_code
     stamp = {"n": 0}
@@ -41,7 +41,8 @@ def main():
         (dest / "dnnbench" / "workloads" / "_bench_stamp.py").write_text("STAMP = %r\n" % time.time())
 
     build._copy_code = copy_with_change
-    with tempfile.TemporaryDirectory() as logs:
+    with tempfile.TemporaryDirectory() as tmp:
+        logs = Path(tmp)
         cold = timed_build(base, tag, logs, no_cache=True)
         warm = timed_build(base, tag, logs, no_cache=False)
     for name, (sec, steps, cached) in (("cold (--no-cache)", cold), ("warm (code changed)", warm)):
