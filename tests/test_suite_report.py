@@ -53,6 +53,8 @@ def test_suite_records_every_run(suite_results):
     assert len(shared["copies"]) == 1
     cpusets = {json.loads((out / f"shared-bs2/r1/{c}/plan.json").read_text())["cpuset"] for c in ("cpu0", "cpu1")}
     assert len(cpusets) == 2                                  # each copy pinned to its own share
+    memory = json.loads((out / "shared-bs2/r1/cpu0/plan.json").read_text())["memory"]
+    assert memory.endswith("m") and int(memory[:-1]) > 0      # and given its share of memory
 
 
 @pytest.mark.engine

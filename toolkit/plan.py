@@ -45,6 +45,7 @@ class RunPlan:
     base: str | None = None
     job: str | None = None            # suite job name reports group by
     cpuset: str | None = None         # cores this run is pinned to ("0-3"), for parallel copies
+    memory: str | None = None         # docker memory limit ("8g"), the copy's share of the host
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -77,6 +78,8 @@ def docker_command(plan: RunPlan) -> list[str]:
     cmd += [f"--cap-add={c}" for c in plan.cap_add]
     if plan.cpuset:
         cmd += [f"--cpuset-cpus={plan.cpuset}"]
+    if plan.memory:
+        cmd += [f"--memory={plan.memory}"]
     if plan.gpus and plan.accelerator == "nvidia":
         cmd += ["--gpus", "all" if plan.gpus == ["all"] else f'"device={",".join(plan.gpus)}"']
     if plan.accelerator == "amd" and plan.gpus:

@@ -53,6 +53,7 @@ class RunOptions:
     seed: int | None = None
     extra: list[str] = field(default_factory=list)
     cpuset: str | None = None
+    memory: str | None = None
     run_dir: Path | None = None       # suites: the folder, when it is not RESULTS/<run-id>
 
 
@@ -201,7 +202,8 @@ def build_plan(opts: RunOptions) -> plan_mod.RunPlan:
         user=f"{os.getuid()}:{os.getgid()}" if runtime == "docker" else None,
         ipc=facts.get("ipc") if runtime == "docker" else None, shm_size=facts.get("shm_size"),
         ulimits=dict(facts.get("ulimits") or {}) if runtime == "docker" else {},
-        timeout=opts.timeout, base=img.base, cpuset=opts.cpuset)
+        timeout=opts.timeout, base=img.base, cpuset=opts.cpuset,
+        memory=opts.memory if runtime == "docker" else None)
 
 
 def job_for(plan: plan_mod.RunPlan):

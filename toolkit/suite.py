@@ -136,7 +136,7 @@ def _status(run_dir: Path) -> str | None:
 
 
 def _options(run: Run, *, results: Path, run_id: str, overrides: dict, gpus: str | None,
-             cpuset: str | None = None):
+             cpuset: str | None = None, memory: str | None = None):
     """RunOptions for one run; its folder is results/<run_id> (job/rN[/copy]), its id a slug of it
     with the suite's name (container names must be unique)."""
     from .run import RunOptions
@@ -152,7 +152,7 @@ def _options(run: Run, *, results: Path, run_id: str, overrides: dict, gpus: str
         warmup=opts.get("warmup"), workers=opts.get("workers"), seed=opts.get("seed"),
         start_iter=opts.get("start_iter"), stop_iter=opts.get("stop_iter"),
         channels_last=bool(opts.get("channels_last")), compile=bool(opts.get("compile")),
-        extra=[str(x) for x in spec.get("extra") or []], cpuset=cpuset)
+        extra=[str(x) for x in spec.get("extra") or []], cpuset=cpuset, memory=memory)
 
 
 def _cpu_shares(copies: int) -> list[str]:
@@ -160,6 +160,15 @@ def _cpu_shares(copies: int) -> list[str]:
     share = max(1, len(cores) // copies)
     return [",".join(str(c) for c in cores[(k * share) % len(cores):(k * share) % len(cores) + share])
             for k in range(copies)]
+
+
+def _memory_share(copies: int) -> str | None:
+    """Each parallel copy's share of the host's memory (docker runs only), in MiB."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
+    return f"{max(256, total // copies // 2**20)}m"
 
 
 def _execute_one(run: Run, suite_dir: Path, overrides: dict) -> tuple[str, int]:
@@ -188,10 +197,11 @@ def _execute_one(run: Run, suite_dir: Path, overrides: dict) -> tuple[str, int]:
     else:
         copies = [(f"cpu{k}", None) for k in range(int(parallel))]
     shares = _cpu_shares(len(copies))
+    memory = _memory_share(len(copies))
     plans = []
     for (label, gpu), cpuset in zip(copies, shares):
         plan = build_plan(_options(run, results=suite_dir, run_id=f"{run.run_id}/{label}", overrides=overrides,
-                                   gpus=gpu, cpuset=cpuset))
+                                   gpus=gpu, cpuset=cpuset, memory=memory))
         plan.job = run.job
         plans.append(plan)
     outcomes: list = [None] * len(plans)

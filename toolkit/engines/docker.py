@@ -133,7 +133,7 @@ def create_kwargs(plan) -> dict:
         mounts=[Mount(target=m.target, source=m.source, type="bind", read_only=m.read_only) for m in plan.mounts],
         ulimits=[Ulimit(name=k, soft=int(v), hard=int(v)) for k, v in plan.ulimits.items()] or None,
         cap_add=list(plan.cap_add) or None, ipc_mode=plan.ipc, shm_size=plan.shm_size,
-        cpuset_cpus=plan.cpuset,
+        cpuset_cpus=plan.cpuset, mem_limit=plan.memory,
     )
     if plan.gpus and plan.accelerator == "nvidia":
         if plan.gpus == ["all"]:
