@@ -17,7 +17,7 @@ from dnnbench.workloads import compat, harness, load
 
 
 def bare_loop(workload, args, steps, device, amp, channels_last):
-    """What a person writes by hand: no windows, no NaN checks, one sync at the end."""
+    """A hand-written loop: no windows, no NaN checks, no data iterator, one sync at the end."""
     torch.manual_seed(0)
     model = workload.build(args).to(device)
     if channels_last:
@@ -26,26 +26,16 @@ def bare_loop(workload, args, steps, device, amp, channels_last):
                           **compat.optimizer_kwargs(torch.optim.SGD, device, False))
     scaler = compat.grad_scaler(device, amp)
     batch = workload.to_device(workload.synthetic_batch(args, device), device, channels_last)
-
-    def step():
-        with compat.autocast(device, amp):
-            loss = workload.loss(model, batch)
-        if scaler is not None:
-            scaler.scale(loss).backward()
-            scaler.step(opt)
-            scaler.update()
-        else:
-            loss.backward()
-            opt.step()
-        opt.zero_grad(set_to_none=True)
+    # the harness's own step, so the two differ only in what surrounds it
+    step = harness.train_step(workload, model, opt, scaler, device, amp)
 
     for _ in range(args.warmup):
-        step()
+        step(batch)
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
     sync()
     t0 = time.perf_counter()
     for _ in range(steps):
-        step()
+        step(batch)
     sync()
     return steps * args.batch_size / (time.perf_counter() - t0)
 

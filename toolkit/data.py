@@ -12,7 +12,7 @@ from .errors import DnnbenchError
 FAKE_KINDS = ("imagenet", "coco", "text", "ratings")
 
 
-def _progress(what: str):
+def _progress():
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
     return Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
                     TimeRemainingColumn(), console=err, transient=True)
@@ -35,7 +35,7 @@ def fake_command(kind: str, dest: Path, images: int, classes: int, size: int, wo
     if kind in ("imagenet", "coco") and free < need:
         raise DnnbenchError(f"{dest} has {free / 2**20:.0f} MiB free; {images} images of {size}px need "
                             f"about {need / 2**20:.0f} MiB")
-    with _progress(kind) as bar:
+    with _progress() as bar:
         task = bar.add_task(f"fake {kind}", total=None)
 
         def progress(done: int, total: int) -> None:

@@ -11,3 +11,7 @@ class DnnbenchError(Exception):
         super().__init__(message)
         self.log = log
         self.exit_code = exit_code
+
+
+class EngineUnavailable(DnnbenchError):
+    """The container engine itself cannot be reached: nothing that needs it can go on."""

@@ -82,16 +82,21 @@ def check_data(data: Path | None, workload: str, kind: str | None) -> Path | Non
 
 
 def check_options(opts: RunOptions) -> None:
-    for name in ("batch_size", "number", "repeat", "nproc"):
-        value = getattr(opts, name)
-        if value is not None and value < 1:
-            raise DnnbenchError(f"--{name.replace('_', '-')} must be at least 1")
-    if opts.warmup is not None and opts.warmup < 0:
-        raise DnnbenchError("--warmup must be 0 or more")
-    if (opts.start_iter is None) != (opts.stop_iter is None):
-        raise DnnbenchError("--start-iter and --stop-iter go together")
-    if opts.start_iter is not None and not 0 <= opts.start_iter < opts.stop_iter:
-        raise DnnbenchError("need 0 <= --start-iter < --stop-iter")
+    """The harness's own checks of the iteration counts, run here so bad input fails before
+    anything starts; then the options only the host has."""
+    import argparse
+
+    from dnnbench.workloads import harness
+    given = lambda value, default: default if value is None else value  # noqa: E731
+    counts = argparse.Namespace(batch_size=given(opts.batch_size, 1), number=given(opts.number, 1),
+                                repeat=given(opts.repeat, 1), warmup=given(opts.warmup, 0),
+                                start_iter=opts.start_iter, stop_iter=opts.stop_iter)
+    try:
+        harness.validate(counts)
+    except harness.UsageError as exc:
+        raise DnnbenchError(str(exc)) from None
+    if opts.nproc is not None and opts.nproc < 1:
+        raise DnnbenchError("--nproc must be at least 1")
     if opts.amp not in (None, "none", "fp16", "bf16"):
         raise DnnbenchError(f"--amp {opts.amp!r}: choose fp16, bf16 or none")
     if opts.timeout is not None and opts.timeout <= 0:
@@ -259,13 +264,9 @@ def execute(plan: plan_mod.RunPlan, *, quiet: bool = False):
 
 def run_command(opts: RunOptions) -> int:
     plan = build_plan(opts)
-    exe = None
-    if plan.runtime == "singularity" and not opts.dry_run:
-        from .engines import apptainer
-        exe = apptainer.binary()
     if opts.dry_run:
         out.print(plan_mod.describe(plan), markup=False, highlight=False)
-        out.print(plan_mod.command_line(plan, exe), markup=False, highlight=False, soft_wrap=True)
+        out.print(plan_mod.command_line(plan), markup=False, highlight=False, soft_wrap=True)
         return 0
     info(f"run {plan.run_id}: {plan.workload} on {plan.runtime} ({plan.image or 'this Python'}), "
          f"{'GPUs ' + ','.join(plan.gpus) if plan.gpus else 'CPU'}; results in {plan.run_dir}")

@@ -10,7 +10,7 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import DnnbenchError
+from .errors import DnnbenchError, EngineUnavailable
 
 JOB_KEYS = {"name", "workload", "batch_size", "amp", "repeats", "timeout", "gpus", "nproc", "parallel", "data",
             "options", "extra", "image", "base", "runtime"}
@@ -263,9 +263,9 @@ def run_command(path: Path, *, only: list[str], resume: bool, results: Path, ove
                 shutil.rmtree(partial)   # a run cut off mid-way starts again
             try:
                 status, _ = _execute_one(r, suite_dir, overrides)
+            except EngineUnavailable:
+                raise   # no later run can succeed either
             except DnnbenchError as exc:
-                if "Docker engine" in str(exc) or "apptainer" in str(exc).lower() and "PATH" in str(exc):
-                    raise   # the engine is gone: no later run can succeed
                 status = "error"
                 bar.console.print(f"[red]{r.run_id}: {exc}[/]", soft_wrap=True)
             if status == "interrupted":

@@ -106,7 +106,8 @@ def parser_for(workload):
     return p
 
 
-def _validate(args):
+def validate(args):
+    """Check (and resolve --start-iter/--stop-iter into) the iteration counts; UsageError if bad."""
     for name in ("batch_size", "number", "repeat"):
         if getattr(args, name) < 1:
             raise UsageError("--%s must be at least 1" % name.replace("_", "-"))
@@ -231,7 +232,7 @@ def run(workload, argv):
     telemetry = None
     signal.signal(signal.SIGTERM, _on_sigterm)
     try:
-        _validate(args)
+        validate(args)
         result["options"] = {k: v for k, v in sorted(vars(args).items())}
         if args.data is not None:
             workload.check_data(args.data)  # before any model is built
@@ -300,18 +301,7 @@ def _train(workload, args, dist, result):
     batches, synthetic = _batches(workload, args, device, dist)
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
 
-    def step(batch):
-        with compat.autocast(device, amp):
-            loss = workload.loss(step_model, batch)
-        if scaler is not None:
-            scaler.scale(loss).backward()
-            scaler.step(optimizer)
-            scaler.update()
-        else:
-            loss.backward()
-            optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-        return loss.detach()
+    step = train_step(workload, step_model, optimizer, scaler, device, amp)
 
     tag = "[%s%s]" % (workload.name, " rank %d" % dist.rank if dist.enabled else "")
     if dist.rank == 0:
@@ -393,6 +383,25 @@ def _train(workload, args, dist, result):
         _log("%s %.1f %s/s (median %.1f, sd %.1f over %d windows)" % (
             tag, tp["mean"], workload.unit, tp["median"], tp["sd"], tp["n"]))
     return EXIT_OK
+
+
+def train_step(workload, model, optimizer, scaler, device, amp):
+    """One optimizer step on a batch; returns the loss, detached, still on the device."""
+    from . import compat
+
+    def step(batch):
+        with compat.autocast(device, amp):
+            loss = workload.loss(model, batch)
+        if scaler is not None:
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
+        else:
+            loss.backward()
+            optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        return loss.detach()
+    return step
 
 
 def _profiler(args, device):

@@ -14,7 +14,7 @@ import subprocess
 from pathlib import Path
 from typing import Callable
 
-from ..errors import DnnbenchError
+from ..errors import DnnbenchError, EngineUnavailable
 
 HINT_MISSING = ("neither apptainer nor singularity is on PATH; install Apptainer "
                 "(`sudo bash scripts/setup-engines.sh` on Debian) or load its module on your cluster")
@@ -23,7 +23,7 @@ HINT_MISSING = ("neither apptainer nor singularity is on PATH; install Apptainer
 def binary(required: bool = True) -> str | None:
     found = shutil.which("apptainer") or shutil.which("singularity")
     if not found and required:
-        raise DnnbenchError(HINT_MISSING)
+        raise EngineUnavailable(HINT_MISSING)
     return found
 
 

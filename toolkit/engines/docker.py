@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 from typing import Callable, Iterable
 
-from ..errors import DnnbenchError
+from ..errors import DnnbenchError, EngineUnavailable
 
 HINT_DAEMON = ("cannot reach the Docker engine ({why}); start it (`systemctl start docker`, "
                "or `sudo bash scripts/setup-engines.sh` on Debian) or set DOCKER_HOST")
@@ -27,7 +27,7 @@ def client():
     except Exception as exc:  # DockerException wraps connection errors in many shapes
         why = str(exc).split("\n")[0]
         why = re.sub(r"\(.*$", "", why).strip() or type(exc).__name__
-        raise DnnbenchError(HINT_DAEMON.format(why=why)) from None
+        raise EngineUnavailable(HINT_DAEMON.format(why=why)) from None
 
 
 def available() -> str | None:
