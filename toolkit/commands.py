@@ -78,7 +78,7 @@ def workloads():
     out.print(table)
 
 
-data_app = typer.Typer(help="Datasets: make fake ones, verify real ones.", no_args_is_help=True)
+data_app = typer.Typer(help="Datasets: prepare real ones from their archives, verify them, make fake ones.", no_args_is_help=True)
 app.add_typer(data_app, name="data")
 
 
@@ -95,6 +95,24 @@ def data_fake(
     real-data path (decode, augment, DataLoader workers) runs anywhere."""
     from .data import fake_command
     fake_command(kind, to, images, classes, size, workers)
+
+
+@data_app.command("prepare")
+def data_prepare(
+    kind: str = typer.Argument(..., help="imagenet (ILSVRC2012)."),
+    src: Path = typer.Option(..., "--from", help="Folder with ILSVRC2012_img_train.tar, ILSVRC2012_img_val.tar "
+                                                 "and ILSVRC2012_devkit_t12.tar.gz (read only, never changed)."),
+    to: Path = typer.Option(..., "--to", help="Folder to fill with train/<wnid>/ and val/<wnid>/."),
+    val_map: Optional[Path] = typer.Option(None, "--val-map", help="Val labels instead of the devkit: lines "
+                                           "'ILSVRC2012_val_00000001.JPEG n01751748' (valprep.sh and "
+                                           "LOC_val_solution.csv work too)."),
+    workers: Optional[int] = typer.Option(None, "--workers", help="Classes extracted at once (default: cores, at most 8)."),
+):
+    """Extract the ImageNet tars into the layout the workloads read: nested train tars, val sorted
+    into class folders. Checks disk space first; interrupt and rerun to resume; a finished
+    folder is a no-op."""
+    from .prepare import prepare_command
+    prepare_command(kind, src, to, val_map, workers)
 
 
 @data_app.command("verify")

@@ -77,6 +77,16 @@ def _imagenet(path, deep):
     empty = [c for c in classes if not _images(os.path.join(train, c))]
     if empty:
         out.append("%d of %d class folders in %s hold no images (e.g. %s)" % (len(empty), len(classes), train, empty[0]))
+    val = os.path.join(path, "val")
+    if os.path.isdir(val):
+        # ImageFolder numbers classes by sorted folder name: val must not hold classes train lacks.
+        stray = sorted(set(d for d in os.listdir(val) if os.path.isdir(os.path.join(val, d))) - set(classes))
+        loose = _images(val)
+        if stray:
+            out.append("%s has %d class folders that train/ lacks (e.g. %s)" % (val, len(stray), stray[0]))
+        if loose:
+            out.append("%s holds %d images outside class folders: sort them (`dnnbench data prepare imagenet`)"
+                       % (val, len(loose)))
     if deep:
         paths = [os.path.join(train, c, f) for c in classes for f in _images(os.path.join(train, c))]
         bad = _unreadable(paths)
