@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Everything a fresh Debian 12 machine needs to run dnnbench and its tests, as root:
-# the engines (setup-engines.sh), a virtualenv .venv with dnnbench (+ torch, test tools),
+# the engines (setup-engines.sh), a one-host Slurm (setup-slurm.sh), a virtualenv .venv with dnnbench (+ torch, test tools),
 # and the locally built base image the engine tests and the quickstart share.
 # Idempotent and cached: a second run takes seconds.
 set -euo pipefail
@@ -8,6 +8,7 @@ cd "$(dirname "$0")/.."
 log() { printf '[dev-setup] %s\n' "$*"; }
 
 bash scripts/setup-engines.sh
+bash scripts/setup-slurm.sh
 PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   if ! "$PY" -m venv --help >/dev/null 2>&1 || ! "$PY" -c 'import ensurepip' 2>/dev/null; then

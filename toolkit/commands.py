@@ -63,6 +63,63 @@ def run(
     raise typer.Exit(run_command(opts))
 
 
+SLURM_HELP = """Write (and with --submit, submit) an sbatch script that runs a workload on Slurm nodes:
+srun starts one torchrun agent per node inside `apptainer exec --nv` (or on the nodes' Python
+with --runtime host); the agents meet at a rendezvous on the first node; rank 0 writes one
+result with every rank's numbers into RESULTS/<run-id>/, next to the script and Slurm's log.
+
+Examples:
+
+  dnnbench slurm resnet50 --image dnnbench_ngc-24.10.sif --nodes 2 --gpus-per-node 8 --partition gpu --time 30 --scaling --submit
+
+  dnnbench slurm bert --base ngc-24.10 --nodes 4 --gpus-per-node 4 --setup 'module load apptainer' --dry-run
+
+Options after `--` go to the workload unchanged."""
+
+
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": False}, help=SLURM_HELP)
+def slurm(
+    ctx: typer.Context,
+    workload: str = typer.Argument(..., help="Workload name (`dnnbench workloads` lists them)."),
+    nodes: int = typer.Option(1, "--nodes", "-N", help="Nodes (one torchrun agent each)."),
+    gpus_per_node: int = typer.Option(0, "--gpus-per-node", "-G", help="GPUs per node, one process each; 0 runs on CPUs (gloo)."),
+    nproc_per_node: Optional[int] = typer.Option(None, "--nproc-per-node", help="CPU runs: processes per node (default 1)."),
+    partition: Optional[str] = typer.Option(None, "--partition", "-p", help="Slurm partition."),
+    time_limit: Optional[str] = typer.Option(None, "--time", "-t", help="Slurm time limit: minutes, H:MM:SS or D-HH:MM:SS."),
+    account: Optional[str] = typer.Option(None, "--account", "-A", help="Slurm account to charge."),
+    cpus_per_task: Optional[int] = typer.Option(None, "--cpus-per-task", help="Cores per node's task (DataLoader workers need them)."),
+    sbatch_arg: List[str] = typer.Option([], "--sbatch-arg", help="Extra sbatch option, e.g. --sbatch-arg=--qos=high (repeatable; overrides the ones above)."),
+    setup: List[str] = typer.Option([], "--setup", help="Shell line run before srun, e.g. 'module load apptainer' (repeatable)."),
+    env: List[str] = typer.Option([], "--env", help="KEY=VALUE for the run, e.g. NCCL_SOCKET_IFNAME=ib0 (repeatable)."),
+    runtime: str = typer.Option("singularity", "--runtime", "-r", help="singularity (= apptainer) or host."),
+    image: Optional[str] = typer.Option(None, "--image", "-i", help=".sif file on the shared filesystem."),
+    base: Optional[str] = typer.Option(None, "--base", "-b", help="Use dnnbench_<base>.sif here (see `dnnbench build --format singularity`)."),
+    data: Optional[Path] = typer.Option(None, "--data", "-d", help="Dataset folder, on the shared filesystem (read-only at /data)."),
+    results: Path = typer.Option(Path("results"), "--results", help="Results folder (shared); the run goes in RESULTS/<run-id>/."),
+    run_id: Optional[str] = typer.Option(None, "--run-id", help="Name of the run folder."),
+    batch_size: Optional[int] = typer.Option(None, "--batch-size", help="Per-GPU batch size."),
+    number: Optional[int] = typer.Option(None, "--number", help="Iterations per timed window."),
+    repeat: Optional[int] = typer.Option(None, "--repeat", help="Timed windows."),
+    warmup: Optional[int] = typer.Option(None, "--warmup", help="Untimed iterations first."),
+    amp: Optional[str] = typer.Option(None, "--amp", help="Mixed precision: fp16 or bf16."),
+    channels_last: bool = typer.Option(False, "--channels-last", help="NHWC memory format."),
+    workers: Optional[int] = typer.Option(None, "--workers", help="DataLoader workers for real data."),
+    scaling: bool = typer.Option(False, "--scaling", help="Run one process first as the reference: the result gets scaling efficiency."),
+    submit: bool = typer.Option(False, "--submit", help="Submit the script with sbatch."),
+    wait: bool = typer.Option(False, "--wait", help="With --submit: follow the job's log until it ends (Ctrl-C cancels it)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the script; write and submit nothing."),
+):
+    from .run import RunOptions
+    from .slurm import SlurmOptions, slurm_command
+    opts = RunOptions(workload=workload, data=data, runtime=runtime, image=image, base=base, results=results,
+                      run_id=run_id, batch_size=batch_size, number=number, repeat=repeat, warmup=warmup, amp=amp,
+                      channels_last=channels_last, workers=workers, extra=list(ctx.args))
+    raise typer.Exit(slurm_command(SlurmOptions(
+        run=opts, nodes=nodes, gpus_per_node=gpus_per_node, nproc_per_node=nproc_per_node, partition=partition,
+        time=time_limit, account=account, cpus_per_task=cpus_per_task, sbatch_args=sbatch_arg, setup=setup,
+        env=env, scaling=scaling, submit=submit, wait=wait), dry_run))
+
+
 @app.command()
 def workloads():
     """List the workloads, their dataset layout and unit."""

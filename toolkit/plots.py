@@ -69,10 +69,10 @@ def write_plots(jobs: dict, folder: Path) -> list[Path]:
 
 
 def html_page(table: list[dict], pngs: list[Path], score: float | None, *, with_baseline: bool) -> str:
-    from .report import BASELINE_COLUMNS, COLUMNS, _fmt
-    cols = COLUMNS + (BASELINE_COLUMNS if with_baseline else [])
+    from .report import cell, columns
+    cols = columns(table, with_baseline)
     head = "".join(f"<th>{html.escape(h)}</th>" for _, h in cols)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(_fmt(r.get(k)))}</td>" for k, _ in cols) + "</tr>"
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(cell(r, k))}</td>" for k, _ in cols) + "</tr>"
                    for r in table)
     imgs = "".join(f'<figure><img alt="{html.escape(p.name)}" src="data:image/png;base64,'
                    f'{base64.b64encode(p.read_bytes()).decode()}"><figcaption>{html.escape(p.name)}</figcaption></figure>'

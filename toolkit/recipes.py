@@ -87,7 +87,7 @@ def context(base: Base, *, extra_env: dict | None = None, extra_pip: tuple = ())
     }
 
 
-def _environment():
+def environment():
     import jinja2  # lazy: keeps `dnnbench --help` fast
     from importlib import resources
 
@@ -109,7 +109,7 @@ def render(base: Base, fmt: str, **ctx_options) -> Recipe:
     template_name, filename = FORMATS[fmt]
     ctx = context(base, **ctx_options)
     try:
-        template = _environment().get_template(template_name)
+        template = environment().get_template(template_name)
         unlabelled = template.render(**ctx)
         sha = hashlib.sha256(unlabelled.encode()).hexdigest()
         ctx["labels"][LABEL_SHA] = sha

@@ -13,7 +13,7 @@ from pathlib import Path
 from dnnbench.workloads import schema
 
 from .errors import DnnbenchError
-from .result import gpu_name
+from .result import gpu_model, gpu_name
 
 FORMATS = ("table", "csv", "md", "json", "html")
 
@@ -27,7 +27,9 @@ class Job:
     amp: str
     world_size: int
     unit: str
+    model: str = ""                                       # GPU model(s) without the count, or CPU
     rates: list[float] = field(default_factory=list)     # one per ok run: total throughput
+    efficiencies: list[float] = field(default_factory=list)  # scaling efficiency the runs measured
     failed: list[str] = field(default_factory=list)      # statuses of the runs that were not ok
     paths: list[str] = field(default_factory=list)
 
@@ -96,13 +98,16 @@ def collect(paths: list[Path], system: str | None = None) -> dict[tuple[str, str
         key = (label, job_name(data))
         job = jobs.setdefault(key, Job(system=label, job=key[1], workload=data["workload"],
                                        batch_size=opts.get("batch_size"), amp=opts.get("amp") or "none",
-                                       world_size=int(data.get("world_size") or 1), unit=data.get("unit", "")))
+                                       world_size=int(data.get("world_size") or 1), unit=data.get("unit", ""),
+                                       model=gpu_model(data)))
         job.paths.append(str(path))
         r = rate(data) if data["status"] == "ok" else None
         if r is None:
             job.failed.append(data["status"])
         else:
             job.rates.append(r)
+            if (data.get("scaling") or {}).get("efficiency"):
+                job.efficiencies.append(data["scaling"]["efficiency"])
     if not jobs:
         raise DnnbenchError("no readable results: " + "; ".join(problems[:3]))
     return jobs
@@ -146,12 +151,24 @@ def parse_weights(items: list[str]) -> dict[str, float]:
     return weights
 
 
+def scaling_efficiency(j: Job, jobs: dict) -> float | None:
+    """Throughput at N ranks / (N x one rank's): from a one-rank job of the same workload, batch
+    size, precision and GPU model among these results, else what the runs measured themselves."""
+    if j.world_size <= 1 or j.mean is None:
+        return None
+    for ref in jobs.values():
+        if (ref.world_size == 1 and ref.mean and (ref.workload, ref.batch_size, ref.amp, ref.model)
+                == (j.workload, j.batch_size, j.amp, j.model)):
+            return j.mean / (j.world_size * ref.mean)
+    return statistics.mean(j.efficiencies) if j.efficiencies else None
+
+
 def rows(jobs: dict, baseline: dict | None, tolerance: float) -> list[dict]:
     out = []
     for (system, name), j in sorted(jobs.items()):
         row = {"system": system, "job": name, "workload": j.workload, "batch_size": j.batch_size, "amp": j.amp,
                "world_size": j.world_size, "unit": j.unit, "n": j.n, "failed": len(j.failed),
-               "mean": j.mean, "sd": j.sd, "sd_pct": j.sd_pct}
+               "mean": j.mean, "sd": j.sd, "sd_pct": j.sd_pct, "scaling": scaling_efficiency(j, jobs)}
         if baseline is not None:
             target = baseline.get(name)
             row["target"] = target
@@ -184,11 +201,21 @@ def _fmt(v, digits=1):
 
 COLUMNS = [("system", "system"), ("job", "job"), ("n", "n"), ("failed", "failed"), ("mean", "mean"),
            ("sd", "sd"), ("sd_pct", "sd%"), ("unit", "unit")]
+SCALING_COLUMNS = [("world_size", "ranks"), ("scaling", "scaling eff.")]
 BASELINE_COLUMNS = [("target", "target"), ("diff_pct", "diff%"), ("pass", "pass")]
 
 
+def columns(table: list[dict], with_baseline: bool) -> list[tuple[str, str]]:
+    return COLUMNS + (SCALING_COLUMNS if any(r.get("scaling") for r in table) else []) \
+        + (BASELINE_COLUMNS if with_baseline else [])
+
+
+def cell(row: dict, key: str) -> str:
+    return _fmt(row.get(key), 2 if key == "scaling" else 1)
+
+
 def render(table: list[dict], fmt: str, *, total_score: float | None, with_baseline: bool) -> str | None:
-    cols = COLUMNS + (BASELINE_COLUMNS if with_baseline else [])
+    cols = columns(table, with_baseline)
     if fmt == "json":
         return json.dumps({"statistic": "total throughput per run (sum over ranks and copies), mean over runs",
                            "jobs": table, "score": total_score}, indent=1)
@@ -201,7 +228,7 @@ def render(table: list[dict], fmt: str, *, total_score: float | None, with_basel
         return buf.getvalue()
     if fmt == "md":
         lines = ["| " + " | ".join(h for _, h in cols) + " |", "|" + "---|" * len(cols)]
-        lines += ["| " + " | ".join(_fmt(r.get(k)) for k, _ in cols) + " |" for r in table]
+        lines += ["| " + " | ".join(cell(r, k) for k, _ in cols) + " |" for r in table]
         if total_score is not None:
             lines.append(f"\nscore (weighted geometric mean of mean/target): {total_score:.3f}")
         return "\n".join(lines) + "\n"
@@ -213,7 +240,7 @@ def render(table: list[dict], fmt: str, *, total_score: float | None, with_basel
         for k, h in cols:
             t.add_column(h, justify="left" if k in ("system", "job", "unit") else "right", overflow="fold")
         for r in table:
-            t.add_row(*[_fmt(r.get(k)) for k, _ in cols])
+            t.add_row(*[cell(r, k) for k, _ in cols])
         out.print(t)
         if total_score is not None:
             out.print(f"score (weighted geometric mean of mean/target): {total_score:.3f}")

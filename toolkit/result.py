@@ -52,6 +52,11 @@ def _fmt(value, digits=1) -> str:
     return "-" if value is None else f"{value:,.{digits}f}"
 
 
+def gpu_model(data: dict) -> str:
+    gpus = (data.get("system") or {}).get("gpus") or []
+    return ", ".join(sorted({g.get("name", "?") for g in gpus})) or "CPU"
+
+
 def gpu_name(data: dict) -> str:
     gpus = (data.get("system") or {}).get("gpus") or []
     if not gpus:

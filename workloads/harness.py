@@ -9,6 +9,7 @@ import math
 import os
 import random
 import signal
+import socket
 import sys
 import time
 import traceback
@@ -100,6 +101,8 @@ def parser_for(workload):
     p.add_argument("--profile-window", choices=("none", "cuda", "torch"), default="none",
                    help="cuda: cudaProfilerStart/Stop around the timed window (for nsys/ncu); "
                         "torch: torch.profiler trace of the window")
+    p.add_argument("--scaling-reference", default=None, metavar="RESULT_JSON",
+                   help="result of a one-process run of the same job: adds scaling efficiency")
     p.add_argument("--progress", type=float, default=5.0, help="seconds between progress lines")
     p.add_argument("--loss-trace", type=int, default=10000, help="most per-step losses kept in the result")
     workload.add_args(p)
@@ -367,7 +370,7 @@ def _train(workload, args, dist, result):
 
     result["windows"] = windows
     result["loss"] = losses[-args.loss_trace:]
-    ranks = dist.gather({"rank": dist.rank, "windows": windows,
+    ranks = dist.gather({"rank": dist.rank, "host": socket.gethostname(), "windows": windows,
                          "throughput": schema.throughput(windows)["per_gpu"]})
     result["ranks"] = ranks
     result["throughput"] = schema.throughput(windows, dist.world_size)
@@ -378,11 +381,25 @@ def _train(workload, args, dist, result):
         items = sum(w["items"] for w in windows) * dist.world_size
         result["telemetry"]["energy_per_item_j"] = result["telemetry"]["energy_j"] / items
     result["status"] = "ok"
+    if dist.rank == 0 and args.scaling_reference:
+        result["scaling"] = _scaling(result, args.scaling_reference)
     if dist.rank == 0:
         tp = result["throughput"]["total"]
         _log("%s %.1f %s/s (median %.1f, sd %.1f over %d windows)" % (
             tag, tp["mean"], workload.unit, tp["median"], tp["sd"], tp["n"]))
     return EXIT_OK
+
+
+def _scaling(result, reference_path):
+    """Efficiency against a one-process reference run; a missing reference is noted, not fatal."""
+    try:
+        reference = schema.read(reference_path)
+    except (OSError, ValueError) as exc:
+        _log("warning: no scaling efficiency: %s" % exc)
+        return {"error": "reference unreadable: %s" % exc}
+    if reference.get("status") != "ok":
+        return {"error": "reference run ended %s" % reference.get("status")}
+    return schema.scaling(result, reference)
 
 
 def train_step(workload, model, optimizer, scaler, device, amp):

@@ -46,6 +46,18 @@ def throughput(windows, world_size=1):
     return {"total": total, "per_gpu": per}
 
 
+def scaling(result, reference):
+    """Scaling efficiency: total throughput at N ranks / (N x the reference's per-rank throughput)."""
+    n = int(result.get("world_size") or 1)
+    total = ((result.get("throughput") or {}).get("total") or {}).get("mean")
+    ref = ((reference.get("throughput") or {}).get("total") or {}).get("mean")
+    if not total or not ref:
+        return {"error": "no throughput to compare"}
+    per_rank = ref / int(reference.get("world_size") or 1)
+    return {"world_size": n, "reference_run": reference.get("run_id"), "reference_per_rank": per_rank,
+            "efficiency": total / (n * per_rank)}
+
+
 def _clean(value):
     """JSON has no NaN/Inf: write them as strings so the file stays valid JSON."""
     if isinstance(value, float) and not math.isfinite(value):

@@ -1,0 +1,146 @@
+"""`dnnbench slurm`: the script it writes, and that script run by a real one-host Slurm (Debian's
+slurm-wlm and munge, started by scripts/setup-slurm.sh) with 2 tasks on CPU, i.e. two torchrun
+agents meeting at the c10d rendezvous, as on two nodes."""
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from .conftest import ROOT, dnnbench, one_line_error
+
+SMALL = ["--batch-size", "4", "--number", "2", "--repeat", "2", "--warmup", "1"]
+
+
+def _script(*args):
+    res = dnnbench("slurm", "resnet18", "--dry-run", *args, check=0)
+    subprocess.run(["bash", "-n"], input=res.stdout, text=True, check=True)   # it parses as bash
+    return res.stdout
+
+
+def test_script_for_gpu_nodes(tmp_path):
+    text = _script("--nodes", "4", "--gpus-per-node", "8", "--partition", "gpu", "--time", "1:30:00",
+                   "--account", "proj1", "--sbatch-arg=--qos=high", "--setup", "module load apptainer",
+                   "--env", "NCCL_SOCKET_IFNAME=ib0", "--image", "x.sif", "--results", tmp_path, "--run-id", "r1",
+                   "--scaling", "--amp", "fp16", "--", "--lr", "0.1")
+    for line in ("#SBATCH --nodes=4", "#SBATCH --ntasks-per-node=1", "#SBATCH --gpus-per-node=8",
+                 "#SBATCH --partition=gpu", "#SBATCH --time=1:30:00", "#SBATCH --account=proj1",
+                 f"#SBATCH --output={tmp_path}/r1/slurm-%j.out", "module load apptainer"):
+        assert line + "\n" in text, line
+    assert text.index("--qos=high") > text.index("--account=proj1")      # extra options come last
+    main = text[text.rindex("srun --kill-on-bad-exit=1"):]
+    assert "apptainer exec --cleanenv" in main and " --nv " in main
+    assert f"--bind {tmp_path}/r1:/results" in main and "--env NCCL_SOCKET_IFNAME=ib0" in main
+    for part in ("torch.distributed.run --nnodes=${SLURM_NTASKS} --nproc_per_node=8", "--rdzv_backend=c10d",
+                 "--rdzv_endpoint=${HEAD}:${PORT}", "--device cuda", "--amp fp16", "--lr 0.1",
+                 "--scaling-reference /results/reference/result.json"):
+        assert part in " ".join(main.replace("\\\n", " ").split()), part
+    ref = text[text.index("srun --nodes=1 --ntasks=1"):text.rindex("srun --kill-on-bad-exit=1")]
+    assert "torch.distributed.run" not in ref and "--results /results/reference" in ref
+    assert not (tmp_path / "r1").exists()                                    # dry run: nothing written
+
+
+def test_script_for_cpu_on_the_nodes_python(tmp_path):
+    text = _script("--nproc-per-node", "3", "--runtime", "host", "--results", tmp_path, "--run-id", "r2")
+    assert "--gpus-per-node" not in text and "apptainer" not in text
+    assert f"{sys.executable} -m torch.distributed.run" in text and "--nproc_per_node=3" in text
+    assert "--device cpu" in text and "reference" not in text
+
+
+@pytest.mark.parametrize("args, fragments", [
+    (["--time", "1h"], ["--time '1h'"]),
+    (["--gpus-per-node", "2", "--nproc-per-node", "2"], ["--nproc-per-node is for CPU runs"]),
+    (["--runtime", "docker"], ["singularity (apptainer) or host"]),
+    (["--wait"], ["--wait goes with --submit"]),
+    (["--partition", "a b"], ["--partition 'a b'"]),
+    (["--sbatch-arg", "qos=high"], ["--sbatch-arg=--qos=high"]),
+    (["--env", "NOVALUE"], ["--env 'NOVALUE'"]),
+    (["--image", "/nope.sif"], ["no such .sif"]),
+    (["--nodes", "0"], ["--nodes must be at least 1"]),
+])
+def test_mistakes_get_one_line(args, fragments, tmp_path):
+    one_line_error(dnnbench("slurm", "resnet18", "--results", tmp_path, *args), *fragments)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_without_sbatch_the_script_is_still_written(tmp_path):
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    env = {"PATH": str(empty)}                                             # no sbatch on it
+    line = one_line_error(dnnbench("slurm", "resnet18", "--runtime", "host", "--results", tmp_path, "--run-id", "r",
+                                   "--submit", env=env), "sbatch is not on PATH")
+    assert str(tmp_path / "r" / "job.sbatch") in line and (tmp_path / "r" / "job.sbatch").is_file()
+    assert not list((tmp_path / "r").glob("slurm-*.out"))
+
+
+# --- a real Slurm ------------------------------------------------------------------
+
+@pytest.fixture(scope="session")
+def slurm_cluster():
+    subprocess.run(["bash", str(ROOT / "scripts" / "setup-slurm.sh")], check=True)
+
+
+def _result(run_dir):
+    return json.loads((run_dir / "result.json").read_text())
+
+
+@pytest.mark.engine
+def test_two_tasks_meet_at_the_rendezvous_and_write_one_result(slurm_cluster, tmp_path):
+    res = dnnbench("slurm", "resnet18", "--runtime", "host", "--results", tmp_path, "--run-id", "x2",
+                   "--sbatch-arg=--ntasks-per-node=2", "--scaling", "--submit", "--wait", *SMALL, check=0)
+    run = tmp_path / "x2"
+    data = _result(run)
+    assert data["status"] == "ok" and data["world_size"] == 2
+    assert sorted(r["rank"] for r in data["ranks"]) == [0, 1]
+    assert all(r["host"] and r["throughput"]["mean"] > 0 for r in data["ranks"])
+    job = data["host"]["slurm_job"]
+    assert data["host"]["runtime"] == "slurm/host" and data["host"]["exit_code"] == 0
+    assert "2 agents on" in (run / f"slurm-{job}.out").read_text()
+    assert "[resnet18 rank 0]" in res.stderr                     # the job's log was followed
+    # Scaling efficiency: in the result (against the reference step) and in the report.
+    assert _result(run / "reference")["world_size"] == 1
+    eff = data["scaling"]["efficiency"]
+    assert 0 < eff < 2 and data["scaling"]["reference_run"] == "x2-reference"
+    rep = json.loads(dnnbench("report", tmp_path, "--format", "json", check=0).stdout)
+    two = next(j for j in rep["jobs"] if j["world_size"] == 2)
+    one = next(j for j in rep["jobs"] if j["world_size"] == 1)
+    assert two["scaling"] == pytest.approx(two["mean"] / (2 * one["mean"]))
+    assert "scaling eff." in dnnbench("report", tmp_path, "--format", "csv", check=0).stdout
+
+
+@pytest.mark.engine
+def test_apptainer_step_under_slurm(slurm_cluster, built_sif, tmp_path, fake_imagenet):
+    dnnbench("slurm", "resnet18", "--image", built_sif, "--data", fake_imagenet, "--workers", "0",
+             "--results", tmp_path, "--run-id", "sif", "--sbatch-arg=--ntasks-per-node=2", "--submit", "--wait",
+             *SMALL, check=0)
+    data = _result(tmp_path / "sif")
+    assert data["status"] == "ok" and data["world_size"] == 2 and data["synthetic"] is False
+    assert data["options"]["data"] == "/data"
+    assert data["host"]["runtime"] == "slurm/singularity"
+
+
+@pytest.mark.engine
+def test_ctrl_c_cancels_the_job_and_keeps_a_result(slurm_cluster, tmp_path):
+    proc = subprocess.Popen([sys.executable, "-m", "dnnbench", "slurm", "resnet18", "--runtime", "host",
+                             "--results", str(tmp_path), "--run-id", "cut", "--submit", "--wait",
+                             "--batch-size", "2", "--number", "1000", "--repeat", "10"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    log = None
+    for _ in range(120):
+        logs = list((tmp_path / "cut").glob("slurm-*.out")) if (tmp_path / "cut").exists() else []
+        if logs and "warmup done" in logs[0].read_text():
+            log = logs[0]
+            break
+        time.sleep(1)
+    assert log is not None, "the job did not start training"
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    job = log.name[len("slurm-"):-len(".out")]
+    assert subprocess.run(["squeue", "-h", "-j", job], capture_output=True, text=True).stdout.strip() == ""
+    data = _result(tmp_path / "cut")
+    assert data["status"] == "interrupted" and data["host"]["ended"] == "interrupted"

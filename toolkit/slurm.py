@@ -1,0 +1,258 @@
+"""`dnnbench slurm`: an sbatch script that runs a workload on N nodes through the engines HPC
+sites have: `srun` starts one torchrun agent per node inside `apptainer exec --nv` (or on the
+nodes' own Python), the agents meet at a c10d rendezvous on the first node, and rank 0 writes
+one result, with every rank's numbers, into one run folder on the shared filesystem.
+"""
+from __future__ import annotations
+
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import __version__
+from . import plan as plan_mod
+from . import run as run_mod
+from .console import err, info, out
+from .errors import DnnbenchError
+
+SCRIPT = "job.sbatch"
+_TIME = re.compile(r"^(\d+|\d+:\d{2}|\d+:\d{2}:\d{2}|\d+-\d+|\d+-\d+:\d{2}|\d+-\d+:\d{2}:\d{2})$")
+_NAME = re.compile(r"^[A-Za-z0-9_.,+-]+$")
+_ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=.*$")
+# Shell variables the script sets; kept unquoted through shlex by these stand-ins.
+_VARS = {"@NTASKS@": "${SLURM_NTASKS}", "@HEAD@": "${HEAD}", "@PORT@": "${PORT}", "@JOB@": "${SLURM_JOB_ID}"}
+
+
+@dataclass
+class SlurmOptions:
+    run: run_mod.RunOptions                 # workload, data, image/base, runtime, harness options
+    nodes: int = 1
+    gpus_per_node: int = 0
+    nproc_per_node: int | None = None        # CPU runs: processes per node (gloo)
+    partition: str | None = None
+    time: str | None = None
+    account: str | None = None
+    cpus_per_task: int | None = None
+    sbatch_args: list[str] = field(default_factory=list)
+    setup: list[str] = field(default_factory=list)   # lines before srun: `module load apptainer`
+    env: list[str] = field(default_factory=list)     # KEY=VALUE into the run (NCCL_SOCKET_IFNAME=...)
+    scaling: bool = False
+    submit: bool = False
+    wait: bool = False
+
+
+def _check(o: SlurmOptions) -> None:
+    if o.nodes < 1:
+        raise DnnbenchError("--nodes must be at least 1")
+    if o.gpus_per_node < 0:
+        raise DnnbenchError("--gpus-per-node must be 0 (CPU) or more")
+    if o.nproc_per_node is not None and (o.nproc_per_node < 1 or o.gpus_per_node):
+        raise DnnbenchError("--nproc-per-node is for CPU runs (at least 1); with GPUs one process runs per GPU")
+    if o.time is not None and not _TIME.match(o.time):
+        raise DnnbenchError(f"--time {o.time!r}: use Slurm's forms, e.g. 30, 1:30:00 or 1-12:00:00")
+    for flag, value in (("--partition", o.partition), ("--account", o.account)):
+        if value is not None and not _NAME.match(value):
+            raise DnnbenchError(f"{flag} {value!r}: letters, digits and . , _ + - only")
+    if o.cpus_per_task is not None and o.cpus_per_task < 1:
+        raise DnnbenchError("--cpus-per-task must be at least 1")
+    for arg in o.sbatch_args:
+        if not arg.startswith("--") or "\n" in arg:
+            raise DnnbenchError(f"--sbatch-arg {arg!r}: give a long sbatch option, e.g. --sbatch-arg=--qos=high")
+    for item in o.env:
+        if not _ENV.match(item) or "\n" in item:
+            raise DnnbenchError(f"--env {item!r}: expected KEY=VALUE")
+    if any("\n" in line for line in o.setup):
+        raise DnnbenchError("--setup takes one shell line per use")
+    if o.wait and not o.submit:
+        raise DnnbenchError("--wait goes with --submit")
+    if o.run.runtime not in ("singularity", "apptainer", "host"):
+        raise DnnbenchError(f"--runtime {o.run.runtime!r}: under Slurm, singularity (apptainer) or host")
+
+
+def _image(o: SlurmOptions, dry_run: bool):
+    from . import image
+    if o.run.runtime == "host":   # the nodes' Python: the same path, on a shared filesystem
+        return image.RunImage(ref=None, base=None, python=sys.executable, accelerator="nvidia")
+    if dry_run and not (o.run.image and Path(o.run.image).is_file()):
+        return image.RunImage(ref=o.run.image or "IMAGE.sif", base=o.run.base, python="python3",
+                              accelerator="nvidia")
+    return image.resolve_sif(o.run.image, o.run.base, False)
+
+
+def _launcher(python: str, workload: str, per_node: int) -> list[str]:
+    """torchrun agent (one per task), with the elastic c10d rendezvous on the first node;
+    underscore flags, which torchrun has accepted since PyTorch 1.9."""
+    return [python, "-m", "torch.distributed.run", "--nnodes=@NTASKS@", f"--nproc_per_node={per_node}",
+            "--rdzv_backend=c10d", "--rdzv_endpoint=@HEAD@:@PORT@", "--rdzv_id=@JOB@", "--max_restarts=0",
+            "-m", "dnnbench.workloads", workload]
+
+
+def _takes_value(word: str) -> bool:
+    return word.startswith("-") and "=" not in word and word not in ("--cleanenv", "--nv", "--rocm")
+
+
+def _shell(argv: list[str], width: int = 92) -> str:
+    """One shell command, quoted, packed into continued lines of about `width` characters."""
+    lines, line = [], ""
+    for word in map(shlex.quote, argv):
+        if line and len(line) + 1 + len(word) > width and not _takes_value(line.rsplit(" ", 1)[-1]):
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}" if line else word
+    text = " \\\n    ".join(lines + [line])
+    for token, var in _VARS.items():
+        text = text.replace(token, var)
+    return text
+
+
+def render(o: SlurmOptions, dry_run: bool = False) -> tuple[str, Path, str]:
+    """The script, the run folder and the run id, after every check."""
+    _check(o)
+    opts = o.run
+    workload, kind = run_mod.check_workload(opts.workload)
+    run_mod.check_options(opts)
+    data = run_mod.check_data(opts.data, workload, kind)
+    img = _image(o, dry_run)
+    run_id = opts.run_id or f"{time.strftime('%Y%m%d-%H%M%S')}-{workload}-slurm"
+    run_dir = run_mod.make_run_dir(opts.results, run_id, dry_run)
+    contained = opts.runtime != "host"
+    gpus = o.gpus_per_node > 0
+    per_node = o.gpus_per_node if gpus else (o.nproc_per_node or 1)
+    results_in = plan_mod.RESULTS_DIR if contained else str(run_dir)
+    common = dict(data_in=(plan_mod.DATA_DIR if contained else str(data)) if data else None,
+                  device="cuda" if gpus else "cpu")
+    main_args = run_mod.harness_args(opts, results_in=results_in, run_id=run_id, **common)
+    ref_args = run_mod.harness_args(opts, results_in=f"{results_in}/reference", run_id=f"{run_id}-reference",
+                                    **common)
+    if o.scaling:
+        main_args += ["--scaling-reference", f"{results_in}/reference/result.json"]
+    env = {"DNNBENCH_RUN_ID": run_id, **dict(item.split("=", 1) for item in o.env)}
+    if img.ref:
+        env["DNNBENCH_IMAGE"] = img.ref
+    mounts = []
+    if data:
+        mounts.append(plan_mod.Mount(str(data), plan_mod.DATA_DIR, read_only=True))
+    mounts.append(plan_mod.Mount(str(run_dir), plan_mod.RESULTS_DIR, read_only=False))
+    plan = plan_mod.RunPlan(runtime="singularity" if contained else "host", workload=workload, run_id=run_id,
+                            run_dir=str(run_dir), image=img.ref, argv=[], env=env,
+                            mounts=mounts if contained else [], accelerator=img.accelerator,
+                            gpus=["all"] if gpus else None, base=img.base)
+
+    def wrap(argv: list[str]) -> list[str]:
+        if not contained:
+            return argv
+        from .engines import apptainer
+        exe = Path(apptainer.binary(required=False) or "apptainer").name   # the nodes' PATH finds it
+        return plan_mod.apptainer_command(plan_mod.RunPlan(**{**plan.to_dict(), "mounts": plan.mounts,
+                                                              "argv": argv}), exe)
+
+    directives = [f"--job-name=dnnbench-{workload}", f"--nodes={o.nodes}", "--ntasks-per-node=1",
+                  f"--output={run_dir}/slurm-%j.out"]
+    if gpus:
+        directives.append(f"--gpus-per-node={o.gpus_per_node}")
+    for flag, value in (("partition", o.partition), ("time", o.time), ("account", o.account),
+                        ("cpus-per-task", o.cpus_per_task)):
+        if value is not None:
+            directives.append(f"--{flag}={value}")
+    directives += o.sbatch_args            # last: they override the lines above
+    setup = list(o.setup)
+    if not contained:
+        setup += [f"export {k}={shlex.quote(v)}" for k, v in env.items()]
+    from .recipes import environment
+    unit = f"{o.gpus_per_node} GPU(s)" if gpus else f"{per_node} CPU process(es)"
+    text = environment().get_template("slurm.sbatch.j2").render(
+        title=f"{workload}: {o.nodes} node(s) x {unit} per node",
+        version=__version__, script=run_dir / SCRIPT, directives=directives, setup=setup,
+        run_dir=shlex.quote(str(run_dir)),
+        reference=_shell(wrap([img.python, "-m", "dnnbench.workloads", workload] + ref_args)) if o.scaling else None,
+        command=_shell(wrap(_launcher(img.python, workload, per_node) + main_args)))
+    return text, run_dir, run_id
+
+
+def slurm_command(o: SlurmOptions, dry_run: bool) -> int:
+    text, run_dir, run_id = render(o, dry_run)
+    if dry_run:
+        out.print(text, markup=False, highlight=False, soft_wrap=True, end="")
+        return 0
+    script = run_dir / SCRIPT
+    script.write_text(text)
+    script.chmod(0o755)
+    if not o.submit:
+        info(f"wrote {script}\nsubmit it with: sbatch {script}   (or pass --submit); "
+             f"then `dnnbench report {run_dir}`")
+        return 0
+    if shutil.which("sbatch") is None:
+        raise DnnbenchError(f"sbatch is not on PATH: {script} is written; submit it from a Slurm login node")
+    if not o.wait:
+        job = _sbatch(script)
+        info(f"submitted job {job}: {script}\nlog: {run_dir}/slurm-{job}.out; when it ends: "
+             f"`dnnbench report {run_dir}`")
+        return 0
+    return _submit_and_wait(o, script, run_dir, run_id)
+
+
+def _sbatch(script: Path, *extra: str) -> str:
+    res = subprocess.run(["sbatch", "--parsable", *extra, str(script)], capture_output=True, text=True)
+    if res.returncode != 0:
+        raise DnnbenchError(f"sbatch refused {script}: {(res.stderr or res.stdout).strip()}")
+    return res.stdout.strip().split(";")[0]
+
+
+def _submit_and_wait(o: SlurmOptions, script: Path, run_dir: Path, run_id: str) -> int:
+    """sbatch --wait, streaming the job's output; Ctrl-C cancels the job. Then the result gets
+    the host's view, as `dnnbench run` gives it."""
+    from .result import finalize
+    from .supervise import Outcome
+
+    started = time.monotonic()
+    proc = subprocess.Popen(["sbatch", "--parsable", "--wait", str(script)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    job = (proc.stdout.readline() or "").strip().split(";")[0]
+    if not job.isdigit():
+        proc.wait()
+        raise DnnbenchError(f"sbatch refused {script}: {(proc.stderr.read() or job).strip()}")
+    info(f"job {job} submitted; waiting for it (Ctrl-C cancels it)")
+    log = run_dir / f"slurm-{job}.out"
+    pos, ended, tail = 0, "exited", []
+
+    def follow() -> None:
+        nonlocal pos
+        if log.exists():
+            with open(log, errors="replace") as fh:
+                fh.seek(pos)
+                chunk = fh.read()
+                pos = fh.tell()
+            for line in chunk.splitlines():
+                tail.append(line)
+                err.print(line, markup=False, highlight=False, soft_wrap=True)
+            del tail[:-30]
+    try:
+        while proc.poll() is None:
+            follow()
+            time.sleep(1)
+    except KeyboardInterrupt:
+        subprocess.run(["scancel", "--signal=INT", "--full", job], check=False)
+        time.sleep(5)                      # the harness writes its partial result on SIGINT
+        subprocess.run(["scancel", job], check=False)
+        proc.wait()
+        ended = "interrupted"
+    follow()
+    code = proc.returncode if ended == "exited" else 130
+    plan = {"run_id": run_id, "workload": o.run.workload, "runtime": f"slurm/{o.run.runtime}",
+            "image": o.run.image, "base": o.run.base, "gpus": None, "timeout": None}
+    data = finalize(run_dir, plan=plan, outcome=Outcome(code, ended, time.monotonic() - started),
+                    command=f"sbatch {script}", log_tail=tail)
+    data["host"]["slurm_job"] = job
+    from dnnbench.workloads import schema
+    schema.write_atomic(str(run_dir / schema.RESULT_FILE), data)
+    from .result import summary_table
+    out.print(summary_table([(run_dir, data)]))
+    if data.get("status") != "ok":
+        err.print(f"[red]{data.get('status')}[/]: {data.get('message')}", soft_wrap=True)
+    return code if code else (0 if data.get("status") == "ok" else 1)
