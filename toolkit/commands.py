@@ -51,6 +51,9 @@ def run(
     compile_: bool = typer.Option(False, "--compile", help="torch.compile the model (PyTorch 2+ images)."),
     workers: Optional[int] = typer.Option(None, "--workers", help="DataLoader workers for real data."),
     seed: Optional[int] = typer.Option(None, "--seed", help="Random seed."),
+    profile: Optional[str] = typer.Option(None, "--profile", help="ncu, nsys, torch, nvprof or rocprof: profile the timed window "
+                                          "(--start-iter/--stop-iter pick it); `dnnbench profile show` reads it."),
+    cool_down: Optional[float] = typer.Option(None, "--cool-down", help="First wait (at most this many seconds) until the GPUs' temperature stops falling."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan and the equivalent command line; run nothing."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Do not echo the run's output (it still goes to log.txt)."),
 ):
@@ -59,7 +62,8 @@ def run(
                       base=base, build=build, results=results, run_id=run_id, timeout=timeout, dry_run=dry_run,
                       quiet=quiet, batch_size=batch_size, number=number, repeat=repeat, warmup=warmup,
                       start_iter=start_iter, stop_iter=stop_iter, amp=amp, channels_last=channels_last,
-                      compile=compile_, workers=workers, seed=seed, extra=list(ctx.args))
+                      compile=compile_, workers=workers, seed=seed, profile=profile, cool_down=cool_down,
+                      extra=list(ctx.args))
     raise typer.Exit(run_command(opts))
 
 
@@ -229,3 +233,16 @@ def suite_run(
     raise typer.Exit(suite_run_command(file, only=only, resume=resume, results=results,
                                        overrides={"runtime": runtime, "image": image, "base": base},
                                        dry_run=dry_run))
+
+
+profile_app = typer.Typer(help="Profiles: what --profile left in a run, as tables.", no_args_is_help=True)
+app.add_typer(profile_app, name="profile")
+
+
+@profile_app.command("show")
+def profile_show(result: Path = typer.Argument(..., help="A run folder or its result.json."),
+                 top: int = typer.Option(10, "--top", help="Kernels/ops listed per profile.")):
+    """Pipe utilization (ncu), top kernels and GPU-busy share (nsys, nvprof, rocprof), top ops
+    (torch.profiler), and the GPU telemetry medians, of one run."""
+    from .profile_show import show_command
+    show_command(result, top)

@@ -46,6 +46,7 @@ class RunPlan:
     job: str | None = None            # suite job name reports group by
     cpuset: str | None = None         # cores this run is pinned to ("0-3"), for parallel copies
     memory: str | None = None         # docker memory limit ("8g"), the copy's share of the host
+    profile: str | None = None        # the profiler wrapping the run, whose output is summarized after
 
     def to_dict(self) -> dict:
         return asdict(self)

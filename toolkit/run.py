@@ -52,6 +52,8 @@ class RunOptions:
     workers: int | None = None
     seed: int | None = None
     extra: list[str] = field(default_factory=list)
+    profile: str | None = None        # ncu | nsys | torch | nvprof | rocprof
+    cool_down: float | None = None    # seconds at most to wait for the GPUs to cool first
     cpuset: str | None = None
     memory: str | None = None
     run_dir: Path | None = None       # suites: the folder, when it is not RESULTS/<run-id>
@@ -105,6 +107,41 @@ def check_options(opts: RunOptions) -> None:
         raise DnnbenchError(f"--run-id {opts.run_id!r}: use letters, digits, '.', '_' and '-'")
 
 
+PROFILERS = ("ncu", "nsys", "torch", "nvprof", "rocprof")
+
+
+def check_profile(profile: str | None, gpu_ids: list[str] | None, img) -> str | None:
+    """The profiler, if it can profile this run in this image; else a clear error now."""
+    if profile is None:
+        return None
+    if profile not in PROFILERS:
+        raise DnnbenchError(f"--profile {profile!r}: choose {', '.join(PROFILERS)}")
+    if profile == "torch":
+        return profile
+    if not gpu_ids:
+        raise DnnbenchError(f"--profile {profile} profiles GPU kernels: add --gpus (on the CPU, --profile torch)")
+    vendor = "amd" if profile == "rocprof" else "nvidia"
+    if img.accelerator != vendor:
+        raise DnnbenchError(f"--profile {profile} needs an {vendor.upper()} image; this one is {img.accelerator}")
+    from . import catalog
+    base = catalog.catalog().get(img.base or "")
+    if base is not None and profile not in base.profilers:
+        raise DnnbenchError(f"base {base.name} does not carry {profile} (it has "
+                            f"{', '.join(base.profilers) or 'no profiler'}): use --profile torch, or a base with it")
+    return profile
+
+
+def profiled(argv: list[str], profile: str | None, python: str, results_in: str) -> list[str]:
+    """The run's argv with its profiler: external ones wrap it through the container-side
+    launcher (which picks what depends on the GPU) and get the timed window bracketed."""
+    if profile is None:
+        return argv
+    if profile == "torch":
+        return argv + ["--profile-window", "torch"]
+    window = [] if profile == "rocprof" else ["--profile-window", "cuda"]
+    return [python, "-m", "dnnbench.workloads.profile", profile, f"{results_in}/profile", "--"] + argv + window
+
+
 def make_run_dir(results: Path, run_id: str, dry_run: bool, run_dir: Path | None = None) -> Path:
     run_dir = (run_dir or results / run_id).expanduser().resolve()
     if dry_run:
@@ -134,6 +171,8 @@ def harness_args(opts: RunOptions, *, data_in: str | None, results_in: str, run_
         args.append("--channels-last")
     if opts.compile:
         args.append("--compile")
+    if opts.cool_down:
+        args += ["--cool-down", f"{opts.cool_down:g}"]
     return args + list(opts.extra)
 
 
@@ -182,14 +221,15 @@ def build_plan(opts: RunOptions) -> plan_mod.RunPlan:
     run_id = opts.run_id or f"{time.strftime('%Y%m%d-%H%M%S')}-{workload}-{secrets.token_hex(2)}"
     run_dir = make_run_dir(opts.results, run_id, opts.dry_run, opts.run_dir)
     img = resolve_image(opts, runtime)
+    profile = check_profile(opts.profile, gpu_ids, img)
     granted = gpus_mod.check(gpu_ids, img.accelerator) if not opts.dry_run else []
     nproc = opts.nproc or (len(granted) if gpu_ids == ["all"] else len(gpu_ids or [])) or 1
     contained = runtime != "host"
     facts = _base_run_facts(img.base)
-    argv = entry_argv(img.python, workload, nproc) + harness_args(
+    results_in = plan_mod.RESULTS_DIR if contained else str(run_dir)
+    argv = profiled(entry_argv(img.python, workload, nproc) + harness_args(
         opts, data_in=(plan_mod.DATA_DIR if contained else str(data)) if data else None,
-        results_in=plan_mod.RESULTS_DIR if contained else str(run_dir), run_id=run_id,
-        device="cuda" if gpu_ids else "cpu")
+        results_in=results_in, run_id=run_id, device="cuda" if gpu_ids else "cpu"), profile, img.python, results_in)
     env = {"DNNBENCH_RUN_ID": run_id}
     if img.ref:
         env["DNNBENCH_IMAGE"] = img.ref
@@ -207,6 +247,8 @@ def build_plan(opts: RunOptions) -> plan_mod.RunPlan:
         user=f"{os.getuid()}:{os.getgid()}" if runtime == "docker" else None,
         ipc=facts.get("ipc") if runtime == "docker" else None, shm_size=facts.get("shm_size"),
         ulimits=dict(facts.get("ulimits") or {}) if runtime == "docker" else {},
+        # GPU performance counters need SYS_ADMIN in a container, and only while profiling.
+        cap_add=["SYS_ADMIN"] if profile in ("ncu", "nvprof") and runtime == "docker" else [], profile=profile,
         timeout=opts.timeout, base=img.base, cpuset=opts.cpuset,
         memory=opts.memory if runtime == "docker" else None)
 
@@ -252,6 +294,12 @@ def execute(plan: plan_mod.RunPlan, *, quiet: bool = False):
         exc.log = str(log_path)
         raise
     data = finalize(run_dir, plan=plan.to_dict(), outcome=outcome, command=command, log_tail=list(tail))
+    if plan.profile:
+        from dnnbench.workloads import schema
+
+        from .profiles import summarize
+        data["profile"] = summarize(run_dir, data) or {"problems": [f"{plan.profile} left no output (see log.txt)"]}
+        schema.write_atomic(str(run_dir / schema.RESULT_FILE), data)
     code = outcome.exit_code
     if outcome.ended == "timeout":
         code = EXIT_TIMEOUT

@@ -101,6 +101,8 @@ def parser_for(workload):
     p.add_argument("--profile-window", choices=("none", "cuda", "torch"), default="none",
                    help="cuda: cudaProfilerStart/Stop around the timed window (for nsys/ncu); "
                         "torch: torch.profiler trace of the window")
+    p.add_argument("--cool-down", type=float, default=0, metavar="SECONDS",
+                   help="first wait, at most SECONDS, until the GPUs' temperature stops falling")
     p.add_argument("--scaling-reference", default=None, metavar="RESULT_JSON",
                    help="result of a one-process run of the same job: adds scaling efficiency")
     p.add_argument("--progress", type=float, default=5.0, help="seconds between progress lines")
@@ -279,6 +281,8 @@ def _train(workload, args, dist, result):
     amp = None if args.amp == "none" else args.amp
     if args.compile and not compat.has_compile():
         raise UsageError("--compile needs PyTorch 2.0+; this is %s" % torch.__version__)
+    if args.cool_down and device == "cuda":
+        result["cool_down"] = telemetry_mod.cool_down(args.cool_down, _log)
     random.seed(args.seed)
     torch.manual_seed(args.seed + dist.rank)
     dist.init(device)

@@ -121,3 +121,29 @@ def start(device, folder, interval=0.1):
     except Exception:
         return None
     return Sampler(nvml, handles, folder, interval) if handles else None
+
+
+def cool_down(max_seconds, log, poll=5.0, nvml=None, sleep=time.sleep, clock=time.monotonic):
+    """Wait until the visible GPUs are back near idle: the hottest one's temperature has not
+    fallen by a degree over the last three polls (or is under 40 C), or max_seconds passed.
+    Runs that start hot clock lower; the SC'22 variability study waits like this between runs."""
+    nvml = nvml or _nvml()
+    if nvml is None:
+        return {"skipped": "no NVML"}
+    handles = visible_handles(nvml)
+
+    def hottest():
+        return max(nvml.nvmlDeviceGetTemperature(h, nvml.NVML_TEMPERATURE_GPU) for h in handles)
+    start = clock()
+    temps = [hottest()]
+    while clock() - start < max_seconds and temps[-1] >= 40:
+        if len(temps) >= 4 and temps[-4] - temps[-1] < 1:
+            break
+        sleep(poll)
+        temps.append(hottest())
+    waited = clock() - start
+    out = {"waited_s": round(waited, 1), "start_c": temps[0], "end_c": temps[-1],
+           "settled": waited < max_seconds}
+    log("[cool-down] %d C -> %d C in %.0fs%s" % (temps[0], temps[-1], waited,
+                                                "" if out["settled"] else " (gave up: --cool-down limit)"))
+    return out

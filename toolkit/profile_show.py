@@ -1,0 +1,96 @@
+"""`dnnbench profile show RESULT`: a run's profile summaries and telemetry as tables."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from .console import out
+from .errors import DnnbenchError
+
+NAME_WIDTH = 90
+PIPES = {"fma": "FMA (FP32)", "fp16": "FP16", "tensor": "Tensor", "sfu": "SFU (xu)",
+         "tensor_active": "Tensor pipe active (duration-weighted)"}
+TELEMETRY = [("median_power_w", "power (W)"), ("median_sm_clock_mhz", "SM clock (MHz)"),
+             ("median_mem_clock_mhz", "memory clock (MHz)"), ("median_temperature_c", "temperature (C)"),
+             ("median_utilization_pct", "utilization (%)"), ("median_memory_used_mib", "memory used (MiB)"),
+             ("energy_j", "energy (J)"), ("energy_per_item_j", "energy per item (J)")]
+
+
+def _load(path: Path) -> tuple[Path, dict]:
+    from dnnbench.workloads import schema
+    file = path / schema.RESULT_FILE if path.is_dir() else path
+    if not file.is_file():
+        raise DnnbenchError(f"{path} holds no {schema.RESULT_FILE}: give a run folder (results/<run-id>)")
+    try:
+        return file.parent, schema.read(str(file))
+    except ValueError as exc:
+        raise DnnbenchError(str(exc)) from None
+
+
+def _num(value, digits=1) -> str:
+    return "-" if value is None else f"{value:,.{digits}f}"
+
+
+def _name(name: str) -> str:
+    return name if len(name) <= NAME_WIDTH else name[:NAME_WIDTH - 1] + "…"
+
+
+def kernels_table(title: str, kernels: list[dict], top: int):
+    from rich.table import Table
+    t = Table(title=title)
+    for col in ("kernel / op", "time %", "total ms", "calls", "avg µs"):
+        t.add_column(col, justify="left" if col == "kernel / op" else "right", overflow="fold")
+    for k in kernels[:top]:
+        total = k.get("total_ns")
+        avg = k.get("avg_ns") or (total / k["instances"] if total and k.get("instances") else None)
+        t.add_row(_name(k.get("name") or "?"), _num(k.get("time_pct")), _num(total / 1e6 if total else None, 3),
+                  str(k.get("instances", "-")), _num(avg / 1e3 if avg else None, 2))
+    return t
+
+
+def show_command(path: Path, top: int) -> None:
+    from rich.table import Table
+
+    from .profiles import summarize
+    run_dir, data = _load(path)
+    profile = summarize(run_dir, data) or data.get("profile") or {}   # the files, when they are still there
+    telemetry = data.get("telemetry") or {}
+    if not profile and not telemetry:
+        raise DnnbenchError(f"{run_dir} has no profile and no GPU telemetry: run with --profile "
+                            "ncu|nsys|torch|nvprof|rocprof (telemetry needs NVML on a GPU run)")
+    tp = (data.get("throughput") or {}).get("total") or {}
+    out.print(f"{data.get('workload')} {data.get('status')}: {_num(tp.get('mean'))} {data.get('unit', '')} "
+              f"({run_dir})", markup=False)
+    ncu = profile.get("ncu")
+    if ncu:
+        t = Table(title=f"ncu: pipe utilization, % of peak over {ncu['launches']} kernel launches, "
+                        f"weighted by {ncu['weighted_by']}")
+        t.add_column("pipe")
+        t.add_column("utilization %", justify="right")
+        for key, value in ncu["utilization_pct"].items():
+            t.add_row(PIPES.get(key, key), _num(value, 2))
+        out.print(t)
+        out.print(kernels_table("ncu: kernels by duration", ncu["kernels"], top))
+    nsys = profile.get("nsys")
+    if nsys:
+        busy = nsys.get("busy_pct")
+        note = f"; GPU busy {busy:.1f}% of the {nsys.get('busy_of')}" if busy is not None else ""
+        out.print(kernels_table(f"nsys: top kernels of {nsys['kernel_names']}{note}", nsys["kernels"], top))
+    for tool, summary in sorted(profile.items()):
+        if tool.startswith(("nvprof", "rocprof")):
+            out.print(kernels_table(f"{tool}: top kernels of {summary['kernel_names']}", summary["kernels"], top))
+    if profile.get("torch"):
+        torch = profile["torch"]
+        out.print(kernels_table(f"torch.profiler: top {torch['of']} of {torch['kernel_names']}", torch["kernels"], top))
+    if telemetry:
+        t = Table(title=f"GPU telemetry, medians over the timed window ({telemetry.get('samples', 0)} samples)")
+        t.add_column("quantity")
+        t.add_column("value", justify="right")
+        for key, label in TELEMETRY:
+            if telemetry.get(key) is not None:
+                t.add_row(label, _num(telemetry[key], 4 if key == "energy_per_item_j" else 1))
+        out.print(t)
+    cool = data.get("cool_down")
+    if cool and "waited_s" in cool:
+        out.print(f"cool-down: {cool['start_c']} C -> {cool['end_c']} C in {cool['waited_s']} s", markup=False)
+    for problem in profile.get("problems", []):
+        out.print(f"[yellow]warning:[/] {problem}", soft_wrap=True)
