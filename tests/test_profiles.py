@@ -265,3 +265,57 @@ def test_launcher_module_runs_on_python_3_7():
     # it is imported inside old images before anything else: stdlib only at import time
     src = open(launcher.__file__).read()
     assert "from __future__ import annotations" not in src and sys.version_info >= (3, 7)
+
+
+def test_amd_telemetry_reads_amdsmi_fields(monkeypatch):
+    """amdsmi's calls as documented (no AMD GPU here): "N/A" becomes None, clk/cur_clk both read,
+    energy = accumulator x resolution (µJ), HIP_VISIBLE_DEVICES picks handles."""
+    class Enum:
+        GFX, MEM, EDGE, CURRENT = "gfx", "mem", "edge", "current"
+
+    class FakeSMI:
+        AmdSmiClkType = AmdSmiTemperatureType = AmdSmiTemperatureMetric = Enum
+
+        def amdsmi_get_processor_handles(self):
+            return ["gpu0", "gpu1"]
+
+        def amdsmi_get_power_info(self, h):
+            return {"current_socket_power": "N/A", "average_socket_power": 480, "power_limit": 750}
+
+        def amdsmi_get_energy_count(self, h):
+            return {"power": 2_000_000, "counter_resolution": 15.3, "timestamp": 1}
+
+        def amdsmi_get_clock_info(self, h, kind):
+            return {"cur_clk": 2100} if kind == "gfx" else {"clk": 1300}
+
+        def amdsmi_get_temp_metric(self, h, kind, metric):
+            return 61
+
+        def amdsmi_get_gpu_activity(self, h):
+            return {"gfx_activity": 97, "umc_activity": 40, "mm_activity": "N/A"}
+
+        def amdsmi_get_gpu_vram_usage(self, h):
+            return {"vram_total": 196592, "vram_used": 30000}
+
+    smi = FakeSMI()
+    monkeypatch.setenv("HIP_VISIBLE_DEVICES", "1")
+    assert telemetry.amd_handles(smi) == ["gpu1"]
+    row = telemetry._read_amd(smi, "gpu1")
+    assert row == {"power_w": 480, "energy_j": pytest.approx(30.6), "sm_clock_mhz": 2100, "mem_clock_mhz": 1300,
+                   "temperature_c": 61, "utilization_pct": 97, "memory_used_mib": 30000, "throttle_reasons": None}
+
+
+def test_cuda_visible_devices_map_to_nvml_handles_by_uuid(monkeypatch):
+    class NVML:
+        def nvmlDeviceGetCount(self):
+            return 4
+
+        def nvmlDeviceGetHandleByIndex(self, i):
+            return f"pci-order-{i}"
+
+        def nvmlDeviceGetHandleByUUID(self, uuid):
+            return f"uuid:{uuid}"
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-8c2a-77,2")
+    assert telemetry.visible_handles(NVML()) == ["uuid:GPU-8c2a-77", "pci-order-2"]
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+    assert len(telemetry.visible_handles(NVML())) == 4

@@ -324,7 +324,7 @@ def _train(workload, args, dist, result):
         _log("%s warmup done in %.1fs" % (tag, time.perf_counter() - t_start))
 
     telemetry = telemetry_mod.start(device, args.results) if dist.rank == 0 else None
-    profiler = _profiler(args, device)
+    profiler = _profiler(args, device, dist.rank)
     bad = torch.zeros((), dtype=torch.bool, device=device)
     losses, windows = [], []
     result["windows"] = windows   # shared: an interrupted run keeps the windows it finished
@@ -425,7 +425,7 @@ def train_step(workload, model, optimizer, scaler, device, amp):
     return step
 
 
-def _profiler(args, device):
+def _profiler(args, device, rank=0):
     """A context manager bracketing the timed windows for the chosen profiler, or None."""
     if args.profile_window == "cuda" and device == "cuda":
         import torch.cuda.profiler as cuda_profiler
@@ -442,7 +442,8 @@ def _profiler(args, device):
         from torch.profiler import ProfilerActivity, profile
 
         acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
-        trace = os.path.join(args.results, "torch-trace.json")
+        suffix = "-rank%d" % rank if rank else ""     # every rank traces; rank 0's is the one summarized
+        trace = os.path.join(args.results, "torch-trace%s.json" % suffix)
 
         class TorchRange(object):
             def __enter__(self):
@@ -454,7 +455,7 @@ def _profiler(args, device):
                 os.makedirs(args.results, exist_ok=True)
                 self.prof.export_chrome_trace(trace)
                 key = "self_cuda_time_total" if device == "cuda" else "self_cpu_time_total"
-                with open(os.path.join(args.results, "torch-ops.txt"), "w") as fh:
+                with open(os.path.join(args.results, "torch-ops%s.txt" % suffix), "w") as fh:
                     fh.write(self.prof.key_averages().table(sort_by=key, row_limit=30))
         _ = torch
         return TorchRange()

@@ -1,8 +1,8 @@
 """GPU telemetry sampled in a side thread: power, energy, clocks, temperature, utilization, memory.
 
-NVML (nvidia-ml-py) where importable. CUDA_VISIBLE_DEVICES is mapped to NVML handles by UUID,
-since NVML ignores that variable and orders GPUs by PCI bus. Writes telemetry-gpu<i>.csv and
-returns medians over the timed window plus the energy counter's delta.
+NVML (nvidia-ml-py) where importable, else amdsmi on ROCm. CUDA_VISIBLE_DEVICES is mapped to
+NVML handles by UUID, since NVML ignores that variable and orders GPUs by PCI bus. Writes
+telemetry-gpu<i>.csv and returns medians over the timed window plus the energy counter's delta.
 """
 import csv
 import os
@@ -62,9 +62,59 @@ def _read(nvml, h):
     }
 
 
+def _amdsmi():
+    try:
+        import amdsmi
+        amdsmi.amdsmi_init()
+        return amdsmi
+    except Exception:
+        return None
+
+
+def amd_handles(smi):
+    """amdsmi handles of the GPUs this process sees (HIP/ROCR_VISIBLE_DEVICES are indices)."""
+    handles = smi.amdsmi_get_processor_handles()
+    visible = os.environ.get("HIP_VISIBLE_DEVICES") or os.environ.get("ROCR_VISIBLE_DEVICES")
+    if not visible:
+        return list(handles)
+    return [handles[int(t)] for t in visible.split(",") if t.strip().isdigit() and int(t) < len(handles)]
+
+
+def _number(value):
+    """amdsmi reports "N/A" for what a GPU does not measure."""
+    return value if isinstance(value, (int, float)) else None
+
+
+def _read_amd(smi, h):
+    def get(fn, *a):
+        try:
+            return getattr(smi, fn)(h, *a)
+        except Exception:
+            return None
+    power = get("amdsmi_get_power_info") or {}
+    energy = get("amdsmi_get_energy_count") or {}
+    acc = _number(energy.get("energy_accumulator", energy.get("power")))
+    res = _number(energy.get("counter_resolution"))
+    gfx = get("amdsmi_get_clock_info", smi.AmdSmiClkType.GFX) or {}
+    mem_clk = get("amdsmi_get_clock_info", smi.AmdSmiClkType.MEM) or {}
+    vram = get("amdsmi_get_gpu_vram_usage") or {}
+    return {
+        # MI300 reports the current socket power; MI200 and Navi an average
+        "power_w": _number(power.get("current_socket_power")) or _number(power.get("average_socket_power")),
+        "energy_j": acc * res / 1e6 if acc is not None and res is not None else None,   # µJ per count
+        "sm_clock_mhz": _number(gfx.get("clk", gfx.get("cur_clk"))),          # renamed around ROCm 6.2
+        "mem_clock_mhz": _number(mem_clk.get("clk", mem_clk.get("cur_clk"))),
+        "temperature_c": _number(get("amdsmi_get_temp_metric", smi.AmdSmiTemperatureType.EDGE,
+                                     smi.AmdSmiTemperatureMetric.CURRENT)),
+        "utilization_pct": _number((get("amdsmi_get_gpu_activity") or {}).get("gfx_activity")),
+        "memory_used_mib": _number(vram.get("vram_used")),
+        "throttle_reasons": None,
+    }
+
+
 class Sampler(object):
-    def __init__(self, nvml, handles, folder, interval=0.1):
-        self.nvml, self.handles, self.folder, self.interval = nvml, handles, folder, interval
+    def __init__(self, read, handles, folder, interval=0.1):
+        self.read, self.handles, self.folder, self.interval = read, handles, folder, interval
         self.rows = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="dnnbench-telemetry", daemon=True)
@@ -74,7 +124,7 @@ class Sampler(object):
         while not self._stop.is_set():
             now = time.time()
             for i, h in enumerate(self.handles):
-                row = _read(self.nvml, h)
+                row = self.read(h)
                 row.update(time=now, gpu=i)
                 self.rows.append(row)
             self._stop.wait(self.interval)
@@ -111,16 +161,20 @@ def summarize(rows, t0, t1):
 
 def start(device, folder, interval=0.1):
     """A running Sampler, or None where there is no NVML (CPU runs, AMD without amdsmi)."""
-    if device != "cuda":
+    if device != "cuda":      # ROCm builds of PyTorch call their GPUs cuda too
         return None
     nvml = _nvml()
-    if nvml is None:
-        return None
+    smi = _amdsmi() if nvml is None else None
     try:
-        handles = visible_handles(nvml)
+        if nvml is not None:
+            handles, read = visible_handles(nvml), (lambda h: _read(nvml, h))
+        elif smi is not None:
+            handles, read = amd_handles(smi), (lambda h: _read_amd(smi, h))
+        else:
+            return None
     except Exception:
         return None
-    return Sampler(nvml, handles, folder, interval) if handles else None
+    return Sampler(read, handles, folder, interval) if handles else None
 
 
 def cool_down(max_seconds, log, poll=5.0, nvml=None, sleep=time.sleep, clock=time.monotonic):
