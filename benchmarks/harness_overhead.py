@@ -69,9 +69,12 @@ def main():
     if a.device == "cuda":
         torch.backends.cudnn.benchmark = True
     bare, harn = [], []
-    for r in range(a.rounds):  # interleaved, so drift (clocks, heat) hits both alike
-        bare.append(bare_loop(workload, args, a.steps, a.device, amp, a.channels_last))
-        harn.append(with_harness(a.workload, argv))
+    for r in range(a.rounds):  # interleaved, order swapped every round: drift (clocks, heat) hits both alike
+        for which in ((0, 1) if r % 2 == 0 else (1, 0)):
+            if which == 0:
+                bare.append(bare_loop(workload, args, a.steps, a.device, amp, a.channels_last))
+            else:
+                harn.append(with_harness(a.workload, argv))
         print("round %d: bare %.1f  harness %.1f %s/s" % (r + 1, bare[-1], harn[-1], workload.unit), flush=True)
     b, h = statistics.median(bare), statistics.median(harn)
     name = torch.cuda.get_device_name() if a.device == "cuda" else "CPU"

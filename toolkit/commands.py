@@ -67,7 +67,8 @@ def run(
     raise typer.Exit(run_command(opts))
 
 
-SLURM_HELP = """Write (and with --submit, submit) an sbatch script that runs a workload on Slurm nodes:
+SLURM_HELP = """Write (and with --submit, submit) an sbatch script that runs a workload on Slurm nodes.
+
 srun starts one torchrun agent per node inside `apptainer exec --nv` (or on the nodes' Python
 with --runtime host); the agents meet at a rendezvous on the first node; rank 0 writes one
 result with every rank's numbers into RESULTS/<run-id>/, next to the script and Slurm's log.
