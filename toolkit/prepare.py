@@ -90,13 +90,13 @@ def prepare_command(kind: str, src: Path, dest: Path, val_map: Path | None, work
 
     from dnnbench.workloads import data as data_mod
     found = data_mod.problems(str(dest), "imagenet")
+    if found:
+        raise DnnbenchError(f"{dest} was extracted but does not check out: " + "; ".join(found))
     train_dirs = sorted(p for p in (dest / "train").iterdir() if p.is_dir())
     counts = {"classes": len(train_dirs),
               "train_images": sum(len(os.listdir(p)) for p in train_dirs),
               "val_images": sum(len(os.listdir(p)) for p in (dest / "val").iterdir())
               if (dest / "val").is_dir() else 0}
-    if found:
-        raise DnnbenchError(f"{dest} was extracted but does not check out: " + "; ".join(found))
     marker.write_text(json.dumps({"sources": fingerprint, **counts,
                                   "prepared": time.strftime("%Y-%m-%dT%H:%M:%S%z")}, indent=1) + "\n")
     info(f"{dest}: {counts['classes']} classes, {counts['train_images']} train and {counts['val_images']} val "
@@ -111,7 +111,8 @@ def _fingerprint(src: Path, val_map: Path | None) -> dict:
     files = [p for p in sorted(src.iterdir()) if p.is_file() and p.name.endswith((".tar", ".tar.gz"))]
     if val_map is not None:
         files.append(val_map)
-    return {str(p.resolve()): [p.stat().st_size, p.stat().st_mtime_ns] for p in files}
+    stats = {p: p.stat() for p in files}
+    return {str(p.resolve()): [st.st_size, st.st_mtime_ns] for p, st in stats.items()}
 
 
 def _open_index(path: Path) -> tarfile.TarFile:

@@ -7,9 +7,11 @@ from pathlib import Path
 from dnnbench.workloads import schema
 
 
-def finalize(run_dir: Path, *, plan: dict, outcome, command: str, log_tail: list[str]) -> dict:
+def finalize(run_dir: Path, *, plan: dict, outcome, command: str, log_tail: list[str],
+             host_extra: dict | None = None, amend=None) -> dict:
     """The run's result.json, written by the harness or, when it could not (the container never
-    started, was killed, timed out), by us; with the host's view of the run added."""
+    started, was killed, timed out), by us; with the host's view of the run added (plus
+    `host_extra`), and `amend(data)` applied last, so the file is written once."""
     path = run_dir / schema.RESULT_FILE
     data = None
     if path.exists():
@@ -42,8 +44,10 @@ def finalize(run_dir: Path, *, plan: dict, outcome, command: str, log_tail: list
     data["host"] = {
         "runtime": plan["runtime"], "image": plan["image"], "base": plan.get("base"),
         "exit_code": outcome.exit_code, "ended": outcome.ended, "seconds": round(outcome.seconds, 3),
-        "command": command, "gpus": plan.get("gpus"),
+        "command": command, "gpus": plan.get("gpus"), **(host_extra or {}),
     }
+    if amend is not None:
+        amend(data)
     schema.write_atomic(str(path), data)
     return data
 
@@ -59,10 +63,7 @@ def gpu_model(data: dict) -> str:
 
 def gpu_name(data: dict) -> str:
     gpus = (data.get("system") or {}).get("gpus") or []
-    if not gpus:
-        return "CPU"
-    names = sorted({g.get("name", "?") for g in gpus})
-    return f"{len(gpus)} x {', '.join(names)}"
+    return f"{len(gpus)} x {gpu_model(data)}" if gpus else "CPU"
 
 
 def summary_table(results: list[tuple[Path, dict]]):
@@ -83,3 +84,11 @@ def summary_table(results: list[tuple[Path, dict]]):
                       _fmt(per.get("mean")), str(opts.get("batch_size", "-")), str(opts.get("amp", "-")),
                       gpu_name(data))
     return table
+
+
+def show_outcome(run_dir: Path, data: dict) -> None:
+    """After a run: its summary row, and what went wrong when it did."""
+    from .console import err, out
+    out.print(summary_table([(run_dir, data)]))
+    if data.get("status") != "ok":
+        err.print(f"[red]{data.get('status')}[/]: {data.get('message')}", soft_wrap=True)

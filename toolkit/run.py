@@ -207,6 +207,12 @@ def resolve_image(opts: RunOptions, runtime: str):
     return image.resolve_sif(opts.image, opts.base, opts.build)
 
 
+def run_mounts(data: Path | None, run_dir: Path) -> list[plan_mod.Mount]:
+    """A container run's mounts: the dataset read-only at /data, the run folder at /results."""
+    mounts = [plan_mod.Mount(str(data), plan_mod.DATA_DIR, read_only=True)] if data else []
+    return mounts + [plan_mod.Mount(str(run_dir), plan_mod.RESULTS_DIR, read_only=False)]
+
+
 def build_plan(opts: RunOptions) -> plan_mod.RunPlan:
     """Every check, then the plan. Raises DnnbenchError before anything has started."""
     runtime = RUNTIME_ALIASES.get(opts.runtime)
@@ -235,11 +241,7 @@ def build_plan(opts: RunOptions) -> plan_mod.RunPlan:
         env["DNNBENCH_IMAGE"] = img.ref
     if runtime == "docker":
         env["HOME"] = "/tmp"   # the run's uid may have no home in the image
-    mounts = []
-    if contained:
-        if data:
-            mounts.append(plan_mod.Mount(str(data), plan_mod.DATA_DIR, read_only=True))
-        mounts.append(plan_mod.Mount(str(run_dir), plan_mod.RESULTS_DIR, read_only=False))
+    mounts = run_mounts(data, run_dir) if contained else []
     return plan_mod.RunPlan(
         runtime=runtime, workload=workload, run_id=run_id, run_dir=str(run_dir), image=img.ref, argv=argv,
         env=env, mounts=mounts, accelerator=img.accelerator, gpus=gpu_ids,
@@ -293,13 +295,12 @@ def execute(plan: plan_mod.RunPlan, *, quiet: bool = False):
                  log_tail=[str(exc)])
         exc.log = str(log_path)
         raise
-    data = finalize(run_dir, plan=plan.to_dict(), outcome=outcome, command=command, log_tail=list(tail))
-    if plan.profile:
-        from dnnbench.workloads import schema
 
+    def add_profile(data: dict) -> None:
         from .profiles import summarize
         data["profile"] = summarize(run_dir, data) or {"problems": [f"{plan.profile} left no output (see log.txt)"]}
-        schema.write_atomic(str(run_dir / schema.RESULT_FILE), data)
+    data = finalize(run_dir, plan=plan.to_dict(), outcome=outcome, command=command, log_tail=list(tail),
+                    amend=add_profile if plan.profile else None)
     code = outcome.exit_code
     if outcome.ended == "timeout":
         code = EXIT_TIMEOUT
@@ -319,9 +320,7 @@ def run_command(opts: RunOptions) -> int:
     info(f"run {plan.run_id}: {plan.workload} on {plan.runtime} ({plan.image or 'this Python'}), "
          f"{'GPUs ' + ','.join(plan.gpus) if plan.gpus else 'CPU'}; results in {plan.run_dir}")
     data, code = execute(plan, quiet=opts.quiet)
-    from .result import summary_table
-    out.print(summary_table([(Path(plan.run_dir), data)]))
-    if data.get("status") != "ok":
-        err.print(f"[red]{data.get('status')}[/]: {data.get('message')}", soft_wrap=True)
+    from .result import show_outcome
+    show_outcome(Path(plan.run_dir), data)
     info(f"result: {Path(plan.run_dir) / 'result.json'}  log: {Path(plan.run_dir) / 'log.txt'}")
     return code

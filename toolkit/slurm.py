@@ -5,6 +5,7 @@ one result, with every rank's numbers, into one run folder on the shared filesys
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 import shlex
 import shutil
@@ -135,22 +136,17 @@ def render(o: SlurmOptions, dry_run: bool = False) -> tuple[str, Path, str]:
     env = {"DNNBENCH_RUN_ID": run_id, **dict(item.split("=", 1) for item in o.env)}
     if img.ref:
         env["DNNBENCH_IMAGE"] = img.ref
-    mounts = []
-    if data:
-        mounts.append(plan_mod.Mount(str(data), plan_mod.DATA_DIR, read_only=True))
-    mounts.append(plan_mod.Mount(str(run_dir), plan_mod.RESULTS_DIR, read_only=False))
     plan = plan_mod.RunPlan(runtime="singularity" if contained else "host", workload=workload, run_id=run_id,
                             run_dir=str(run_dir), image=img.ref, argv=[], env=env,
-                            mounts=mounts if contained else [], accelerator=img.accelerator,
-                            gpus=["all"] if gpus else None, base=img.base)
+                            mounts=run_mod.run_mounts(data, run_dir) if contained else [],
+                            accelerator=img.accelerator, gpus=["all"] if gpus else None, base=img.base)
 
     def wrap(argv: list[str]) -> list[str]:
         if not contained:
             return argv
         from .engines import apptainer
         exe = Path(apptainer.binary(required=False) or "apptainer").name   # the nodes' PATH finds it
-        return plan_mod.apptainer_command(plan_mod.RunPlan(**{**plan.to_dict(), "mounts": plan.mounts,
-                                                              "argv": argv}), exe)
+        return plan_mod.apptainer_command(dataclasses.replace(plan, argv=argv), exe)
 
     directives = [f"--job-name=dnnbench-{workload}", f"--nodes={o.nodes}", "--ntasks-per-node=1",
                   f"--output={run_dir}/slurm-%j.out"]
@@ -207,7 +203,7 @@ def _sbatch(script: Path, *extra: str) -> str:
 def _submit_and_wait(o: SlurmOptions, script: Path, run_dir: Path, run_id: str) -> int:
     """sbatch --wait, streaming the job's output; Ctrl-C cancels the job. Then the result gets
     the host's view, as `dnnbench run` gives it."""
-    from .result import finalize
+    from .result import finalize, show_outcome
     from .supervise import Outcome
 
     started = time.monotonic()
@@ -247,12 +243,6 @@ def _submit_and_wait(o: SlurmOptions, script: Path, run_dir: Path, run_id: str) 
     plan = {"run_id": run_id, "workload": o.run.workload, "runtime": f"slurm/{o.run.runtime}",
             "image": o.run.image, "base": o.run.base, "gpus": None, "timeout": None}
     data = finalize(run_dir, plan=plan, outcome=Outcome(code, ended, time.monotonic() - started),
-                    command=f"sbatch {script}", log_tail=tail)
-    data["host"]["slurm_job"] = job
-    from dnnbench.workloads import schema
-    schema.write_atomic(str(run_dir / schema.RESULT_FILE), data)
-    from .result import summary_table
-    out.print(summary_table([(run_dir, data)]))
-    if data.get("status") != "ok":
-        err.print(f"[red]{data.get('status')}[/]: {data.get('message')}", soft_wrap=True)
+                    command=f"sbatch {script}", log_tail=tail, host_extra={"slurm_job": job})
+    show_outcome(run_dir, data)
     return code if code else (0 if data.get("status") == "ok" else 1)
