@@ -113,6 +113,9 @@ def test_mistakes_get_one_clear_line(tmp_path):
     partial_map.write_text(f"{name} {wnid}\n")
     one_line_error(dnnbench("data", "prepare", "imagenet", "--from", src, "--to", dst, "--val-map", partial_map),
                    "7 of 8 images", "have no label")
+    one_line_error(dnnbench("data", "prepare", "imagenet", "--from", src, "--to", dst, "--val-map", tmp_path / "no.txt"),
+                   "--val-map", "is not a file")
+    one_line_error(dnnbench("data", "prepare", "imagenet", "--from", src, "--to", src), "--to must differ")
     empty = tmp_path / "empty"
     empty.mkdir()
     one_line_error(dnnbench("data", "prepare", "imagenet", "--from", empty, "--to", dst), "no ILSVRC2012_img_train.tar")

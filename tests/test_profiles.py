@@ -222,6 +222,7 @@ def test_run_wraps_the_command_and_adds_the_capability_only_when_profiling(tmp_p
     (["--profile", "vtune"], ["--profile 'vtune'"]),
     (["--profile", "ncu"], ["add --gpus"]),
     (["--profile", "nsys", "--gpus", "0", "--base", "rocm-6.0.2"], ["does not carry nsys"]),
+    (["--profile", "rocprof", "--gpus", "0", "--image", "img"], ["needs an AMD image", "nvidia"]),
 ])
 def test_profile_mistakes(args, fragments, tmp_path):
     one_line_error(dnnbench("run", "resnet50", "--dry-run", "--results", tmp_path, *args), *fragments)
