@@ -12,7 +12,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from dnnbench import build, catalog
+from dnnbench.containers import build, catalog
 
 
 def timed_build(base, tag, log_dir, no_cache):

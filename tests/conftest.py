@@ -5,39 +5,18 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.helpers import ROOT, dnnbench
+
 TEST_BASE = os.environ.get("DNNBENCH_TEST_BASE", "dnnbench-testbase:bookworm-torch2.14.1")
-
-
-def dnnbench(*args, cwd=None, env=None, timeout=600, check=None):
-    """Run the real `dnnbench` command line (a subprocess, as a user would)."""
-    full_env = {**os.environ, "COLUMNS": "200", **(env or {})}
-    res = subprocess.run([sys.executable, "-m", "dnnbench", *map(str, args)], cwd=cwd, env=full_env,
-                         capture_output=True, text=True, timeout=timeout)
-    if check is not None:
-        assert res.returncode == check, f"exit {res.returncode}\nstdout:\n{res.stdout}\nstderr:\n{res.stderr}"
-    return res
-
-
-def one_line_error(res, *fragments):
-    """A user mistake: exit 2, one `error:` line, no traceback, naming what is wrong."""
-    assert res.returncode == 2, f"exit {res.returncode}: {res.stdout}{res.stderr}"
-    assert "Traceback" not in res.stderr + res.stdout
-    lines = [line for line in res.stderr.splitlines() if line.startswith("error:")]
-    assert len(lines) == 1, res.stderr
-    for fragment in fragments:
-        assert fragment in lines[0], lines[0]
-    return lines[0]
 
 
 @pytest.fixture(scope="session")
 def docker_engine():
-    from dnnbench.engines import docker
+    from dnnbench.containers.engines import docker
     if docker.available() is None:
         pytest.fail("the Docker engine is not reachable: run `sudo bash scripts/setup-engines.sh` "
                     "(or deselect with -m 'not engine')")
@@ -56,7 +35,7 @@ def built_image(test_base, tmp_path_factory):
     """`dnnbench build` on the local base: the image the run tests use."""
     logs = tmp_path_factory.mktemp("build-logs")
     dnnbench("build", "--base", f"local:{test_base}", "--log-dir", logs, check=0)
-    from dnnbench import catalog
+    from dnnbench.containers import catalog
     return catalog.resolve(f"local:{test_base}")[0].tag
 
 

@@ -1,7 +1,7 @@
 """The base catalog: explicit facts per base, resolution rules, clear errors."""
 import pytest
 
-from dnnbench import catalog
+from dnnbench.containers import catalog
 from dnnbench.errors import DnnbenchError
 
 

@@ -3,7 +3,7 @@ import os
 
 import pytest
 
-from tests.conftest import dnnbench, one_line_error
+from tests.helpers import dnnbench, one_line_error
 
 
 def test_help_lists_commands():

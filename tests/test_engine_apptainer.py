@@ -4,7 +4,7 @@ import subprocess
 
 import pytest
 
-from tests.conftest import dnnbench
+from tests.helpers import dnnbench
 
 pytestmark = pytest.mark.engine
 
@@ -25,7 +25,7 @@ def test_sif_run_writes_result_and_data_is_read_only(built_sif, tmp_path, fake_i
     data = json.loads((tmp_path / "s1" / "result.json").read_text())
     assert data["status"] == "ok" and data["host"]["runtime"] == "singularity" and data["synthetic"] is False
     assert "apptainer exec --cleanenv" in data["host"]["command"]
-    from dnnbench.run import RunOptions, build_plan, execute
+    from dnnbench.runs.launch import RunOptions, build_plan, execute
     plan = build_plan(RunOptions(workload="resnet18", runtime="singularity", image=str(built_sif),
                                  data=fake_imagenet, results=tmp_path, run_id="ro"))
     plan.argv = ["python3", "-c", "open('/data/intruder', 'w')"]

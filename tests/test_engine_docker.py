@@ -9,9 +9,11 @@ from dataclasses import replace
 
 import pytest
 
-from dnnbench import catalog, plan as plan_mod, recipes
+from dnnbench.containers import catalog, recipes
+
+from dnnbench.runs import plan as plan_mod
 from dnnbench.errors import DnnbenchError
-from tests.conftest import dnnbench, one_line_error
+from tests.helpers import dnnbench, one_line_error
 
 pytestmark = pytest.mark.engine
 TINY = ["--batch-size", "4", "--number", "2", "--repeat", "2", "--warmup", "1"]
@@ -35,7 +37,7 @@ def test_built_image_imports_dnnbench_and_torch_and_carries_labels(built_image, 
 
 
 def test_failed_run_step_gives_one_line_and_keeps_the_log(test_base, tmp_path):
-    from dnnbench.build import docker_build
+    from dnnbench.containers.build import docker_build
     base = replace(catalog.resolve(f"local:{test_base}")[0], apt=("dnnbench-no-such-package",))
     with pytest.raises(DnnbenchError) as info:
         docker_build(base, tag="dnnbench-test:failing", log_dir=tmp_path)
@@ -67,7 +69,7 @@ def test_cpu_run_writes_a_valid_result_through_the_mount(built_image, tmp_path, 
 
 
 def test_data_mount_is_read_only_inside(built_image, tmp_path, fake_imagenet):
-    from dnnbench.run import RunOptions, build_plan, execute
+    from dnnbench.runs.launch import RunOptions, build_plan, execute
     plan = build_plan(RunOptions(workload="resnet18", data=fake_imagenet, image=built_image, results=tmp_path,
                                  run_id="ro"))
     plan.argv = ["python3", "-c", "open('/data/intruder', 'w')"]
@@ -111,7 +113,7 @@ def test_timeout_stops_and_removes_the_container(built_image, tmp_path):
 def test_gpu_request_is_formed_and_refused_helpfully(built_image, tmp_path):
     """No NVIDIA runtime here: the created container carries the request; starting it is
     refused with a hint instead of docker's 'could not select device driver'."""
-    from dnnbench.engines.docker import HINT_NO_NVIDIA, ContainerJob
+    from dnnbench.containers.engines.docker import HINT_NO_NVIDIA, ContainerJob
     plan = plan_mod.RunPlan(runtime="docker", workload="resnet18", run_id="gpureq", run_dir=str(tmp_path),
                             image=built_image, argv=["python3", "-c", "pass"], accelerator="nvidia",
                             gpus=["0", "1"], user=f"{os.getuid()}:{os.getgid()}")

@@ -1,6 +1,6 @@
 """RunPlans and the command lines and engine calls they become."""
-from dnnbench import plan as plan_mod
-from dnnbench.engines import docker
+from dnnbench.runs import plan as plan_mod
+from dnnbench.containers.engines import docker
 
 
 def _plan(**kw):

@@ -11,7 +11,7 @@ import subprocess
 import pytest
 
 from . import ilsvrc
-from .conftest import dnnbench, one_line_error
+from tests.helpers import dnnbench, one_line_error
 
 
 def _snapshot(folder):

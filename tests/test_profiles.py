@@ -9,11 +9,11 @@ import sys
 
 import pytest
 
-from dnnbench import profiles
+from dnnbench.results import profile_parsers as profiles
 from dnnbench.workloads import profile as launcher
 from dnnbench.workloads import telemetry
 
-from .conftest import dnnbench, one_line_error
+from tests.helpers import dnnbench, one_line_error
 
 # --- ncu: `--csv --page raw --print-units base` (a units row under the header) ---------------
 NCU_IDS = '"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC"'

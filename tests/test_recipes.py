@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from dnnbench import catalog, recipes
+from dnnbench.containers import catalog, recipes
 from dnnbench.errors import DnnbenchError
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -110,7 +110,7 @@ def test_quotes_are_escaped_not_executed():
 
 
 def test_render_writes_files(tmp_path):
-    from tests.conftest import dnnbench
+    from tests.helpers import dnnbench
     dnnbench("render", "--base", "ngc-21.07", "--output", tmp_path, check=0)
     assert (tmp_path / "Dockerfile").read_text().startswith("# Rendered by dnnbench")
     assert "Bootstrap: docker" in (tmp_path / "Singularity.def").read_text()

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from .conftest import ROOT, dnnbench, one_line_error
+from tests.helpers import ROOT, dnnbench, one_line_error
 
 SMALL = ["--batch-size", "4", "--number", "2", "--repeat", "2", "--warmup", "1"]
 

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from tests.conftest import dnnbench, one_line_error
+from tests.helpers import dnnbench, one_line_error
 
 SUITE = """\
 name: smoke

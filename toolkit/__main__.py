@@ -1,4 +1,4 @@
 """`python -m dnnbench` is the `dnnbench` command."""
-from .cli import main
+from dnnbench.cli import main
 
 main()

@@ -9,16 +9,13 @@ Layouts (what `--data DIR` must hold):
 import json
 import os
 
+from .errors import UsageError
+
 IMAGE_EXT = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".webp")
 KINDS = ("imagenet", "coco", "text", "ratings")
 
 
-class DataError(Exception):
-    pass
-
-
 def _usage(msg):
-    from .harness import UsageError
     return UsageError(msg)
 
 

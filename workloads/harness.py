@@ -17,12 +17,9 @@ import uuid
 from datetime import datetime
 
 from . import schema
+from .errors import UsageError
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NAN, EXIT_OOM, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
-
-
-class UsageError(Exception):
-    """Bad input found before training starts: one line, exit 2."""
 
 
 class Workload(object):

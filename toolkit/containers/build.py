@@ -8,9 +8,9 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from . import catalog, recipes
-from .console import err, info, out, warn
-from .errors import DnnbenchError
+from dnnbench.containers import catalog, recipes
+from dnnbench.console import err, info, out, warn
+from dnnbench.errors import DnnbenchError
 
 _TAG = re.compile(r"^[a-z0-9]+([._/-][a-z0-9]+)*(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?$")
 
@@ -82,7 +82,7 @@ def _parse_build_args(items: list[str]) -> dict:
 def docker_build(base: catalog.Base, *, tag: str | None = None, no_cache: bool = False, pull: bool = False,
                  build_args: dict | None = None, log_dir: Path = Path("results/build-logs")) -> str:
     """Build the docker image of a base with live progress; returns the tag."""
-    from .engines import docker
+    from dnnbench.containers.engines import docker
 
     tag = tag or base.tag
     if not _TAG.match(tag):
@@ -121,7 +121,7 @@ COMPRESSORS = ("gzip", "lz4", "zstd", "xz")
 
 def singularity_build(base: catalog.Base, *, output: Path | None, from_docker: bool, tag: str | None,
                       no_cache: bool, build_args: dict, log_dir: Path, compression: str | None = None) -> Path:
-    from .engines import apptainer, docker
+    from dnnbench.containers.engines import apptainer, docker
 
     apptainer.binary()
     if compression is not None and compression not in COMPRESSORS:
@@ -160,7 +160,7 @@ def build_command(*, base: str, fmt: str, tag: str | None, no_cache: bool, pull:
 
 def pull_command(*, base: str, output: Path | None, cache_dir: Path | None, tmp_dir: Path | None,
                  force: bool) -> None:
-    from .engines import apptainer
+    from dnnbench.containers.engines import apptainer
 
     resolved = resolve_base(base)
     uri = ("docker-daemon://" if resolved.bootstrap == "docker-daemon" else "docker://") + resolved.image

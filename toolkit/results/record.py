@@ -88,7 +88,7 @@ def summary_table(results: list[tuple[Path, dict]]):
 
 def show_outcome(run_dir: Path, data: dict) -> None:
     """After a run: its summary row, and what went wrong when it did."""
-    from .console import err, out
+    from dnnbench.console import err, out
     out.print(summary_table([(run_dir, data)]))
     if data.get("status") != "ok":
         err.print(f"[red]{data.get('status')}[/]: {data.get('message')}", soft_wrap=True)

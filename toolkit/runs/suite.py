@@ -10,7 +10,7 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import DnnbenchError, EngineUnavailable
+from dnnbench.errors import DnnbenchError, EngineUnavailable
 
 JOB_KEYS = {"name", "workload", "batch_size", "amp", "repeats", "timeout", "gpus", "nproc", "parallel", "data",
             "options", "extra", "image", "base", "runtime"}
@@ -139,7 +139,7 @@ def _options(run: Run, *, results: Path, run_id: str, overrides: dict, gpus: str
              cpuset: str | None = None, memory: str | None = None):
     """RunOptions for one run; its folder is results/<run_id> (job/rN[/copy]), its id a slug of it
     with the suite's name (container names must be unique)."""
-    from .run import RunOptions
+    from dnnbench.runs.launch import RunOptions
     spec, opts = run.spec, run.spec["options"]
     data = spec.get("data")
     return RunOptions(
@@ -176,7 +176,7 @@ def _execute_one(run: Run, suite_dir: Path, overrides: dict) -> tuple[str, int]:
     that fails: the failure is its result."""
     from dnnbench.workloads import schema
 
-    from .run import build_plan, execute
+    from dnnbench.runs.launch import build_plan, execute
     parallel = run.spec.get("parallel")
     gpus = run.spec.get("gpus")
     if not parallel:
@@ -186,7 +186,7 @@ def _execute_one(run: Run, suite_dir: Path, overrides: dict) -> tuple[str, int]:
         return data["status"], code
     # mila's multi-user mode: the same single-GPU job once per GPU (or N CPU copies), at once,
     # each pinned to its share of the cores; throughput is summed in the report.
-    from . import gpus as gpus_mod
+    from dnnbench.runs import gpus as gpus_mod
     if parallel == "per-gpu":
         ids = gpus_mod.parse(str(gpus) if gpus else "all") or []
         if ids == ["all"]:
@@ -229,11 +229,11 @@ def _execute_one(run: Run, suite_dir: Path, overrides: dict) -> tuple[str, int]:
     return combined["status"], max((o[1] for o in outcomes if o), default=1)
 
 
-def run_command(path: Path, *, only: list[str], resume: bool, results: Path, overrides: dict,
+def suite_command(path: Path, *, only: list[str], resume: bool, results: Path, overrides: dict,
                 dry_run: bool) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
-    from .console import err, info
+    from dnnbench.console import err, info
     suite = load(path)
     runs = [r for r in suite.runs if not only or any(fnmatch.fnmatchcase(r.job, g) for g in only)]
     if not runs:

@@ -1,56 +1,28 @@
-"""The `dnnbench` command line. Thin wiring: each command's work lives in its own module,
-imported inside the command so that `dnnbench --help` stays fast."""
+"""Commands of the image stage: the base catalog, recipes, builds, pulls, built images, doctor."""
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import List, Optional
 
 import typer
 
-from . import __version__
-from .errors import DnnbenchError
 
-app = typer.Typer(
-    name="dnnbench", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
-    help="Build and run containerized PyTorch DNN training benchmarks.\n\n"
-         "Typical flow: `dnnbench build --base ngc-24.10`, then "
-         "`dnnbench run resnet50 --synthetic --gpus 0`, then `dnnbench report results/`.")
-
-
-def _version(value: bool):
-    if value:
-        typer.echo(f"dnnbench {__version__}")
-        raise typer.Exit()
-
-
-@app.callback()
-def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
-                                       help="Print the version and exit.")):
-    pass
-
-
-# --- catalog and recipes -----------------------------------------------------------
-
-@app.command()
 def bases(family: Optional[str] = typer.Option(None, help="Only this family (ngc, rocm, powerai, cpu).")):
     """List the bases in the catalog, with their facts."""
-    from .show import bases_table
+    from dnnbench.containers.listing import bases_table
     bases_table(family)
 
 
-@app.command()
 def render(
     base: str = typer.Option(..., "--base", "-b", help="Base name, e.g. ngc-21.07, rocm-6.0.2, cpu, local:IMAGE."),
     fmt: str = typer.Option("all", "--format", "-f", help="docker, singularity or all."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write files here instead of printing."),
 ):
     """Render the Dockerfile and/or Singularity definition for a base."""
-    from .build import render_command
+    from dnnbench.containers.build import render_command
     render_command(base, fmt, output)
 
 
-@app.command()
 def build(
     base: str = typer.Option(..., "--base", "-b", help="Base name (see `dnnbench bases`)."),
     fmt: str = typer.Option("docker", "--format", "-f", help="docker (an image) or singularity (a .sif)."),
@@ -68,13 +40,12 @@ def build(
                                                    "build several times faster, larger files)."),
 ):
     """Build the image for a base (docker SDK) or a .sif (Apptainer/Singularity)."""
-    from .build import build_command
+    from dnnbench.containers.build import build_command
     build_command(base=base, fmt=fmt, tag=tag, no_cache=no_cache, pull=pull, build_args=build_arg,
                   output=output, from_docker=from_docker, log_dir=log_dir, compression=compression)
 
 
-@app.command("pull")
-def pull_cmd(
+def pull(
     base: str = typer.Option(..., "--base", "-b", help="Base name."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="The .sif to write (file or folder)."),
     cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="APPTAINER_CACHEDIR (layers; ~20 GB for NGC)."),
@@ -82,36 +53,22 @@ def pull_cmd(
     force: bool = typer.Option(False, "--force", help="Overwrite an existing .sif."),
 ):
     """HPC: make a .sif of a base straight from its registry (`apptainer pull docker://...`)."""
-    from .build import pull_command
+    from dnnbench.containers.build import pull_command
     pull_command(base=base, output=output, cache_dir=cache_dir, tmp_dir=tmp_dir, force=force)
 
 
-@app.command()
 def images(sif_dir: List[Path] = typer.Option([Path(".")], "--sif-dir", help="Folders to scan for .sif files.")):
     """List the images and .sif files dnnbench built."""
-    from .show import images_table
+    from dnnbench.containers.listing import images_table
     images_table(sif_dir)
 
 
-@app.command()
 def doctor():
     """Check which engines and GPUs are reachable, with a hint for each missing piece."""
-    from .doctor import doctor_command
+    from dnnbench.containers.doctor import doctor_command
     raise typer.Exit(doctor_command())
 
 
-def main() -> None:
-    try:
-        from . import commands  # noqa: F401  (registers the commands defined elsewhere)
-        app()
-    except DnnbenchError as exc:
-        from rich.text import Text
-        from .console import err
-        err.print(Text.assemble(("error: ", "bold red"), str(exc)), soft_wrap=True)
-        if exc.log:
-            err.print(f"details: {exc.log}", markup=False, soft_wrap=True)
-        sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
-        from .console import err
-        err.print("interrupted", markup=False)
-        sys.exit(130)
+def register(app: typer.Typer) -> None:
+    for command in (bases, render, build, pull, images, doctor):
+        app.command()(command)

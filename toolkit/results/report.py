@@ -12,8 +12,8 @@ from pathlib import Path
 
 from dnnbench.workloads import schema
 
-from .errors import DnnbenchError
-from .result import gpu_model, gpu_name
+from dnnbench.errors import DnnbenchError
+from dnnbench.results.record import gpu_model, gpu_name
 
 FORMATS = ("table", "csv", "md", "json", "html")
 
@@ -235,7 +235,7 @@ def render(table: list[dict], fmt: str, *, total_score: float | None, with_basel
     if fmt == "table":
         from rich.table import Table
 
-        from .console import out
+        from dnnbench.console import out
         t = Table(title="dnnbench report (total throughput per run; mean, sd over runs)")
         for k, h in cols:
             t.add_column(h, justify="left" if k in ("system", "job", "unit") else "right", overflow="fold")
@@ -246,6 +246,25 @@ def render(table: list[dict], fmt: str, *, total_score: float | None, with_basel
             out.print(f"score (weighted geometric mean of mean/target): {total_score:.3f}")
         return None
     raise DnnbenchError(f"unknown format {fmt!r}: choose {', '.join(FORMATS)}")
+
+
+def html_page(table: list[dict], pngs: list[Path], score: float | None, *, with_baseline: bool) -> str:
+    """The report as one self-contained page (plots inlined), from templates/report.html.j2."""
+    import base64
+    from importlib import resources
+
+    import jinja2
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(resources.files("dnnbench.templates"))),
+                             autoescape=True, undefined=jinja2.StrictUndefined)
+    cols = columns(table, with_baseline)
+    return env.get_template("report.html.j2").render(
+        statistic=HTML_STATISTIC, headings=[h for _, h in cols],
+        rows=[[cell(r, k) for k, _ in cols] for r in table], score=score,
+        plots=[{"name": p.name, "data": base64.b64encode(p.read_bytes()).decode()} for p in pngs])
+
+
+HTML_STATISTIC = ("Total throughput per run (summed over ranks and parallel copies), recomputed from each "
+                  "result's timed windows; mean and sd over runs.")
 
 
 def lambda_csv(jobs: dict) -> str:
@@ -272,7 +291,7 @@ def report_command(paths: list[Path], fmt: str, baseline: Path | None, weights: 
     if wide_csv:
         _write(wide_csv, lambda_csv(jobs))
     if plots or fmt == "html":
-        from .plots import html_page, write_plots
+        from dnnbench.results.plots import write_plots
         folder = plots or (output.parent if output else Path("."))
         pngs = write_plots(jobs, folder)
         if fmt == "html":
@@ -296,7 +315,7 @@ def _exit(table: list[dict]) -> int:
 
 
 def _write(path: Path, text: str) -> None:
-    from .console import info
+    from dnnbench.console import info
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
@@ -308,7 +327,7 @@ def _write(path: Path, text: str) -> None:
 def compare_command(a: Path, b: Path) -> None:
     from rich.table import Table
 
-    from .console import out
+    from dnnbench.console import out
     ja = {n: j for (_, n), j in collect([a], system="A").items()}
     jb = {n: j for (_, n), j in collect([b], system="B").items()}
     t = Table(title=f"A = {a}   B = {b}   (mean total throughput)")

@@ -6,7 +6,7 @@ import re
 import shutil
 import subprocess
 
-from .errors import DnnbenchError
+from dnnbench.errors import DnnbenchError
 
 _LIST = re.compile(r"^(\d+|GPU-[0-9a-fA-F-]+)(,(\d+|GPU-[0-9a-fA-F-]+))*$")
 

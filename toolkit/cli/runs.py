@@ -1,13 +1,10 @@
-"""Commands registered on the app beyond the build side: run (and, in their own modules'
-wiring below, what reads its results). Heavy imports stay inside the commands."""
+"""Commands of the run stage: run, slurm, suite, and the workloads they run."""
 from __future__ import annotations
 
 from pathlib import Path
 from typing import List, Optional
 
 import typer
-
-from .cli import app
 
 RUN_HELP = """Run one workload in a container (or on the host) and keep its result.
 
@@ -26,7 +23,6 @@ The dataset is mounted read-only at /data, the run folder read-write at /results
 folder results/<run-id>/ gets plan.json, log.txt and result.json whatever happens."""
 
 
-@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": False}, help=RUN_HELP)
 def run(
     ctx: typer.Context,
     workload: str = typer.Argument(..., help="Workload name (`dnnbench workloads` lists them)."),
@@ -57,7 +53,7 @@ def run(
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan and the equivalent command line; run nothing."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Do not echo the run's output (it still goes to log.txt)."),
 ):
-    from .run import RunOptions, run_command
+    from dnnbench.runs.launch import RunOptions, run_command
     opts = RunOptions(workload=workload, data=data, gpus=gpus, nproc=nproc, runtime=runtime, image=image,
                       base=base, build=build, results=results, run_id=run_id, timeout=timeout, dry_run=dry_run,
                       quiet=quiet, batch_size=batch_size, number=number, repeat=repeat, warmup=warmup,
@@ -82,7 +78,6 @@ Examples:
 Options after `--` go to the workload unchanged."""
 
 
-@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": False}, help=SLURM_HELP)
 def slurm(
     ctx: typer.Context,
     workload: str = typer.Argument(..., help="Workload name (`dnnbench workloads` lists them)."),
@@ -114,8 +109,8 @@ def slurm(
     wait: bool = typer.Option(False, "--wait", help="With --submit: follow the job's log until it ends (Ctrl-C cancels it)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the script; write and submit nothing."),
 ):
-    from .run import RunOptions
-    from .slurm import SlurmOptions, slurm_command
+    from dnnbench.runs.launch import RunOptions
+    from dnnbench.runs.slurm import SlurmOptions, slurm_command
     opts = RunOptions(workload=workload, data=data, runtime=runtime, image=image, base=base, results=results,
                       run_id=run_id, batch_size=batch_size, number=number, repeat=repeat, warmup=warmup, amp=amp,
                       channels_last=channels_last, workers=workers, extra=list(ctx.args))
@@ -125,13 +120,12 @@ def slurm(
         env=env, scaling=scaling, submit=submit, wait=wait), dry_run))
 
 
-@app.command()
 def workloads():
     """List the workloads, their dataset layout and unit."""
     from rich.table import Table
 
     from dnnbench.workloads import WORKLOADS
-    from .console import out
+    from dnnbench.console import out
     table = Table(title="workloads")
     for col in ("workload", "real data (--data layout)", "unit"):
         table.add_column(col)
@@ -140,81 +134,7 @@ def workloads():
     out.print(table)
 
 
-data_app = typer.Typer(help="Datasets: prepare real ones from their archives, verify them, make fake ones.", no_args_is_help=True)
-app.add_typer(data_app, name="data")
-
-
-@data_app.command("fake")
-def data_fake(
-    kind: str = typer.Argument(..., help="imagenet, coco, text or ratings."),
-    to: Path = typer.Option(..., "--to", help="Folder to write (made if missing)."),
-    images: int = typer.Option(1000, "--images", "-n", help="Images (text/ratings: x100 words/ratings)."),
-    classes: int = typer.Option(10, "--classes", help="ImageNet: class folders."),
-    size: int = typer.Option(256, "--size", help="Image side in pixels."),
-    workers: Optional[int] = typer.Option(None, "--workers", help="Parallel writers (default: all cores)."),
-):
-    """Write a dataset of the right layout from random pixels (real JPEGs, real COCO JSON), so the
-    real-data path (decode, augment, DataLoader workers) runs anywhere."""
-    from .data import fake_command
-    fake_command(kind, to, images, classes, size, workers)
-
-
-@data_app.command("prepare")
-def data_prepare(
-    kind: str = typer.Argument(..., help="imagenet (ILSVRC2012)."),
-    src: Path = typer.Option(..., "--from", help="Folder with ILSVRC2012_img_train.tar, ILSVRC2012_img_val.tar "
-                                                 "and ILSVRC2012_devkit_t12.tar.gz (read only, never changed)."),
-    to: Path = typer.Option(..., "--to", help="Folder to fill with train/<wnid>/ and val/<wnid>/."),
-    val_map: Optional[Path] = typer.Option(None, "--val-map", help="Val labels instead of the devkit: lines "
-                                           "'ILSVRC2012_val_00000001.JPEG n01751748' (valprep.sh and "
-                                           "LOC_val_solution.csv work too)."),
-    workers: Optional[int] = typer.Option(None, "--workers", help="Classes extracted at once (default: cores, at most 8)."),
-):
-    """Extract the ImageNet tars into the layout the workloads read: nested train tars, val sorted
-    into class folders. Checks disk space first; interrupt and rerun to resume; a finished
-    folder is a no-op."""
-    from .prepare import prepare_command
-    prepare_command(kind, src, to, val_map, workers)
-
-
-@data_app.command("verify")
-def data_verify(
-    path: Path = typer.Argument(..., help="Dataset folder."),
-    kind: str = typer.Option(..., "--kind", "-k", help="imagenet, coco, text or ratings."),
-    deep: bool = typer.Option(False, "--deep", help="Also open every image (slow)."),
-):
-    """Check a dataset's layout the way the workloads read it; say exactly what is wrong."""
-    from .data import verify_command
-    raise typer.Exit(verify_command(path, kind, deep))
-
-
-@app.command()
-def report(
-    results: List[Path] = typer.Argument(..., help="Result files or folders (searched for result.json)."),
-    fmt: str = typer.Option("table", "--format", "-f", help="table, csv, md, json or html."),
-    baseline: Optional[Path] = typer.Option(None, "--baseline", help="Targets: YAML/JSON {job: throughput}, or a results folder."),
-    weight: List[str] = typer.Option([], "--weight", help="JOB=W (or WORKLOAD=W) weight in the score (repeatable)."),
-    tolerance: float = typer.Option(0.05, "--tolerance", help="A job passes at mean >= target x (1 - tolerance)."),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write here instead of stdout."),
-    plots: Optional[Path] = typer.Option(None, "--plots", help="Write PNG plots into this folder."),
-    wide_csv: Optional[Path] = typer.Option(None, "--wide-csv", help="Also write a Lambda-style CSV (system x job)."),
-):
-    """Mean, sd, sd% and n per job from raw result files; against a baseline: diff %, pass/fail,
-    and a score (weighted geometric mean of ratios). Exit 1 when a job fails its target."""
-    from .report import report_command
-    raise typer.Exit(report_command(results, fmt, baseline, weight, tolerance, output, plots, wide_csv))
-
-
-@app.command()
-def compare(a: Path = typer.Argument(..., help="Results of machine/image A."),
-            b: Path = typer.Argument(..., help="Results of machine/image B.")):
-    """Two result sets side by side, job by job, with the ratio B/A."""
-    from .report import compare_command
-    compare_command(a, b)
-
-
 suite_app = typer.Typer(help="Suites: many runs from one YAML file.", no_args_is_help=True)
-app.add_typer(suite_app, name="suite")
 
 
 @suite_app.command("run")
@@ -230,20 +150,17 @@ def suite_run(
 ):
     """Run a suite: sweeps x repeats; a failed, timed-out or OOM run is recorded and the suite
     goes on; --resume continues an interrupted suite."""
-    from .suite import run_command as suite_run_command
-    raise typer.Exit(suite_run_command(file, only=only, resume=resume, results=results,
+    from dnnbench.runs.suite import suite_command
+    raise typer.Exit(suite_command(file, only=only, resume=resume, results=results,
                                        overrides={"runtime": runtime, "image": image, "base": base},
                                        dry_run=dry_run))
 
 
-profile_app = typer.Typer(help="Profiles: what --profile left in a run, as tables.", no_args_is_help=True)
-app.add_typer(profile_app, name="profile")
+PASS_THROUGH = {"allow_extra_args": True, "ignore_unknown_options": False}
 
 
-@profile_app.command("show")
-def profile_show(result: Path = typer.Argument(..., help="A run folder or its result.json."),
-                 top: int = typer.Option(10, "--top", help="Kernels/ops listed per profile.")):
-    """Pipe utilization (ncu), top kernels and GPU-busy share (nsys, nvprof, rocprof), top ops
-    (torch.profiler), and the GPU telemetry medians, of one run."""
-    from .profile_show import show_command
-    show_command(result, top)
+def register(app: typer.Typer) -> None:
+    app.command(context_settings=PASS_THROUGH, help=RUN_HELP)(run)
+    app.command(context_settings=PASS_THROUGH, help=SLURM_HELP)(slurm)
+    app.command()(workloads)
+    app.add_typer(suite_app, name="suite")

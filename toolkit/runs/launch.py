@@ -14,10 +14,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import gpus as gpus_mod
-from . import plan as plan_mod
-from .console import err, info, out
-from .errors import DnnbenchError
+from dnnbench.runs import gpus as gpus_mod
+from dnnbench.runs import plan as plan_mod
+from dnnbench.console import err, info, out
+from dnnbench.errors import DnnbenchError
 
 RUNTIME_ALIASES = {"docker": "docker", "singularity": "singularity", "apptainer": "singularity", "host": "host"}
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,100}$")
@@ -89,13 +89,14 @@ def check_options(opts: RunOptions) -> None:
     import argparse
 
     from dnnbench.workloads import harness
+    from dnnbench.workloads.errors import UsageError
     given = lambda value, default: default if value is None else value  # noqa: E731
     counts = argparse.Namespace(batch_size=given(opts.batch_size, 1), number=given(opts.number, 1),
                                 repeat=given(opts.repeat, 1), warmup=given(opts.warmup, 0),
                                 start_iter=opts.start_iter, stop_iter=opts.stop_iter)
     try:
         harness.validate(counts)
-    except harness.UsageError as exc:
+    except UsageError as exc:
         raise DnnbenchError(str(exc)) from None
     if opts.nproc is not None and opts.nproc < 1:
         raise DnnbenchError("--nproc must be at least 1")
@@ -123,7 +124,7 @@ def check_profile(profile: str | None, gpu_ids: list[str] | None, img) -> str | 
     vendor = "amd" if profile == "rocprof" else "nvidia"
     if img.accelerator != vendor:
         raise DnnbenchError(f"--profile {profile} needs an {vendor.upper()} image; this one is {img.accelerator}")
-    from . import catalog
+    from dnnbench.containers import catalog
     base = catalog.catalog().get(img.base or "")
     if base is not None and profile not in base.profilers:
         raise DnnbenchError(f"base {base.name} does not carry {profile} (it has "
@@ -185,24 +186,24 @@ def entry_argv(python: str, workload: str, nproc: int) -> list[str]:
 
 
 def _base_run_facts(base_name: str | None) -> dict:
-    from . import catalog
+    from dnnbench.containers import catalog
     if base_name and base_name in catalog.catalog():
         return dict(catalog.catalog()[base_name].run)
     return {"ipc": "host"}
 
 
 def resolve_image(opts: RunOptions, runtime: str):
-    from . import image
+    from dnnbench.containers import resolve as image
     if runtime == "host":
         return image.host()
     if opts.dry_run:  # show the plan without touching an engine
         ref = opts.image or (f"dnnbench:{opts.base}" if opts.base else "<most recent dnnbench image>")
         return image.RunImage(ref=ref, base=opts.base, python="python3", accelerator="nvidia")
     if runtime == "docker":
-        from .engines import docker
+        from dnnbench.containers.engines import docker
         docker.client()
         return image.resolve_docker(opts.image, opts.base, opts.build)
-    from .engines import apptainer
+    from dnnbench.containers.engines import apptainer
     apptainer.binary()
     return image.resolve_sif(opts.image, opts.base, opts.build)
 
@@ -257,11 +258,11 @@ def build_plan(opts: RunOptions) -> plan_mod.RunPlan:
 
 def job_for(plan: plan_mod.RunPlan):
     if plan.runtime == "docker":
-        from .engines.docker import ContainerJob
+        from dnnbench.containers.engines.docker import ContainerJob
         return ContainerJob(plan), plan_mod.command_line(plan)
-    from .engines.process import ProcessJob
+    from dnnbench.containers.engines.process import ProcessJob
     if plan.runtime == "singularity":
-        from .engines import apptainer
+        from dnnbench.containers.engines import apptainer
         exe = apptainer.binary()
         return ProcessJob(plan_mod.apptainer_command(plan, exe)), plan_mod.command_line(plan, exe)
     env = {**os.environ, **plan_mod.host_env(plan)}
@@ -270,8 +271,8 @@ def job_for(plan: plan_mod.RunPlan):
 
 def execute(plan: plan_mod.RunPlan, *, quiet: bool = False):
     """Run a plan to the end; returns (result dict, exit code). Never loses the run folder."""
-    from .result import finalize
-    from .supervise import supervise
+    from dnnbench.results.record import finalize
+    from dnnbench.runs.supervise import supervise
 
     run_dir = Path(plan.run_dir)
     plan.save(run_dir / "plan.json")
@@ -288,7 +289,7 @@ def execute(plan: plan_mod.RunPlan, *, quiet: bool = False):
     try:
         outcome = supervise(job, log_path=log_path, on_line=on_line, timeout=plan.timeout)
     except DnnbenchError as exc:  # the engine refused to start it: keep that in the run folder too
-        from .supervise import Outcome
+        from dnnbench.runs.supervise import Outcome
         with open(log_path, "a", encoding="utf-8") as log:
             log.write(f"[dnnbench] error: {exc}\n")
         finalize(run_dir, plan=plan.to_dict(), outcome=Outcome(125, "exited", 0.0), command=command,
@@ -297,7 +298,7 @@ def execute(plan: plan_mod.RunPlan, *, quiet: bool = False):
         raise
 
     def add_profile(data: dict) -> None:
-        from .profiles import summarize
+        from dnnbench.results.profile_parsers import summarize
         data["profile"] = summarize(run_dir, data) or {"problems": [f"{plan.profile} left no output (see log.txt)"]}
     data = finalize(run_dir, plan=plan.to_dict(), outcome=outcome, command=command, log_tail=list(tail),
                     amend=add_profile if plan.profile else None)
@@ -320,7 +321,7 @@ def run_command(opts: RunOptions) -> int:
     info(f"run {plan.run_id}: {plan.workload} on {plan.runtime} ({plan.image or 'this Python'}), "
          f"{'GPUs ' + ','.join(plan.gpus) if plan.gpus else 'CPU'}; results in {plan.run_dir}")
     data, code = execute(plan, quiet=opts.quiet)
-    from .result import show_outcome
+    from dnnbench.results.record import show_outcome
     show_outcome(Path(plan.run_dir), data)
     info(f"result: {Path(plan.run_dir) / 'result.json'}  log: {Path(plan.run_dir) / 'log.txt'}")
     return code

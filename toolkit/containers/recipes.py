@@ -13,9 +13,9 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import __version__
-from .catalog import Base
-from .errors import DnnbenchError
+from dnnbench import __version__
+from dnnbench.containers.catalog import Base
+from dnnbench.errors import DnnbenchError
 
 FORMATS = {"docker": ("Dockerfile.j2", "Dockerfile"),
            "singularity": ("Singularity.def.j2", "Singularity.def")}

@@ -6,7 +6,7 @@ import subprocess
 
 from rich.table import Table
 
-from .console import out
+from dnnbench.console import out
 
 
 def _cmd(argv: list[str]) -> str | None:
@@ -30,7 +30,7 @@ def amd_gpus() -> list[str]:
 
 
 def docker_runtimes() -> list[str]:
-    from .engines import docker
+    from dnnbench.containers.engines import docker
     try:
         return sorted((docker.client().info().get("Runtimes") or {}).keys())
     except Exception:
@@ -39,7 +39,7 @@ def docker_runtimes() -> list[str]:
 
 def doctor_command() -> int:
     """Print the checks; return 0 when at least one engine can run workloads."""
-    from .engines import apptainer, docker
+    from dnnbench.containers.engines import apptainer, docker
 
     table = Table(title="dnnbench doctor")
     for col in ("piece", "status", "hint"):

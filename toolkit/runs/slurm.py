@@ -15,11 +15,11 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import __version__
-from . import plan as plan_mod
-from . import run as run_mod
-from .console import err, info, out
-from .errors import DnnbenchError
+from dnnbench import __version__
+from dnnbench.runs import plan as plan_mod
+from dnnbench.runs import launch as run_mod
+from dnnbench.console import err, info, out
+from dnnbench.errors import DnnbenchError
 
 SCRIPT = "job.sbatch"
 _TIME = re.compile(r"^(\d+|\d+:\d{2}|\d+:\d{2}:\d{2}|\d+-\d+|\d+-\d+:\d{2}|\d+-\d+:\d{2}:\d{2})$")
@@ -76,7 +76,7 @@ def _check(o: SlurmOptions) -> None:
 
 
 def _image(o: SlurmOptions, dry_run: bool):
-    from . import image
+    from dnnbench.containers import resolve as image
     if o.run.runtime == "host":   # the nodes' Python: the same path, on a shared filesystem
         return image.RunImage(ref=None, base=None, python=sys.executable, accelerator="nvidia")
     if dry_run and not (o.run.image and Path(o.run.image).is_file()):
@@ -144,7 +144,7 @@ def render(o: SlurmOptions, dry_run: bool = False) -> tuple[str, Path, str]:
     def wrap(argv: list[str]) -> list[str]:
         if not contained:
             return argv
-        from .engines import apptainer
+        from dnnbench.containers.engines import apptainer
         exe = Path(apptainer.binary(required=False) or "apptainer").name   # the nodes' PATH finds it
         return plan_mod.apptainer_command(dataclasses.replace(plan, argv=argv), exe)
 
@@ -160,7 +160,7 @@ def render(o: SlurmOptions, dry_run: bool = False) -> tuple[str, Path, str]:
     setup = list(o.setup)
     if not contained:
         setup += [f"export {k}={shlex.quote(v)}" for k, v in env.items()]
-    from .recipes import environment
+    from dnnbench.containers.recipes import environment
     unit = f"{o.gpus_per_node} GPU(s)" if gpus else f"{per_node} CPU process(es)"
     text = environment().get_template("slurm.sbatch.j2").render(
         title=f"{workload}: {o.nodes} node(s) x {unit} per node",
@@ -203,8 +203,8 @@ def _sbatch(script: Path, *extra: str) -> str:
 def _submit_and_wait(o: SlurmOptions, script: Path, run_dir: Path, run_id: str) -> int:
     """sbatch --wait, streaming the job's output; Ctrl-C cancels the job. Then the result gets
     the host's view, as `dnnbench run` gives it."""
-    from .result import finalize, show_outcome
-    from .supervise import Outcome
+    from dnnbench.results.record import finalize, show_outcome
+    from dnnbench.runs.supervise import Outcome
 
     started = time.monotonic()
     proc = subprocess.Popen(["sbatch", "--parsable", "--wait", str(script)], stdout=subprocess.PIPE,

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 
-from .errors import DnnbenchError
+from dnnbench.errors import DnnbenchError
 
 REQUIRED = ("image", "arch", "distro", "python", "python_bin", "accelerator", "bootstrap")
 ACCELERATORS = ("nvidia", "amd", "none")

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 from typing import Callable, Iterable
 
-from ..errors import DnnbenchError, EngineUnavailable
+from dnnbench.errors import DnnbenchError, EngineUnavailable
 
 HINT_DAEMON = ("cannot reach the Docker engine ({why}); start it (`systemctl start docker`, "
                "or `sudo bash scripts/setup-engines.sh` on Debian) or set DOCKER_HOST")

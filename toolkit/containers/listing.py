@@ -7,9 +7,9 @@ from pathlib import Path
 
 from rich.table import Table
 
-from . import catalog, recipes
-from .console import out
-from .errors import DnnbenchError
+from dnnbench.containers import catalog, recipes
+from dnnbench.console import out
+from dnnbench.errors import DnnbenchError
 
 
 def _size(n: int) -> str:
@@ -39,7 +39,7 @@ def bases_table(family: str | None) -> None:
 
 
 def images_table(sif_dirs: list[Path]) -> None:
-    from .engines import apptainer, docker
+    from dnnbench.containers.engines import apptainer, docker
 
     table = Table(title="images built by dnnbench")
     for col in ("image", "kind", "base", "size", "age", "recipe sha256"):

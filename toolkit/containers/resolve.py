@@ -6,8 +6,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import recipes
-from .errors import DnnbenchError
+from dnnbench.containers import recipes
+from dnnbench.errors import DnnbenchError
 
 
 @dataclass
@@ -34,7 +34,7 @@ def _may_build(what: str, build: bool | None) -> bool:
 
 
 def resolve_docker(image: str | None, base: str | None, build: bool | None) -> RunImage:
-    from .engines import docker
+    from dnnbench.containers.engines import docker
 
     if image:
         labels = docker.image_labels(image)
@@ -43,7 +43,7 @@ def resolve_docker(image: str | None, base: str | None, build: bool | None) -> R
                                 f"`dnnbench build --base ...` makes one)")
         return _facts(image, labels)
     if base:
-        from .build import docker_build, resolve_base
+        from dnnbench.containers.build import docker_build, resolve_base
         resolved = resolve_base(base)
         labels = docker.image_labels(resolved.tag)
         if labels is None:
@@ -61,7 +61,7 @@ def resolve_docker(image: str | None, base: str | None, build: bool | None) -> R
 
 
 def resolve_sif(image: str | None, base: str | None, build: bool | None) -> RunImage:
-    from .engines import apptainer
+    from dnnbench.containers.engines import apptainer
 
     if image:
         sif = Path(image)
@@ -70,7 +70,7 @@ def resolve_sif(image: str | None, base: str | None, build: bool | None) -> RunI
                                 f"`dnnbench pull` makes one)")
         return _facts(str(sif.resolve()), apptainer.labels(sif))
     if base:
-        from .build import sif_path, resolve_base, singularity_build
+        from dnnbench.containers.build import sif_path, resolve_base, singularity_build
         resolved = resolve_base(base)
         sif = sif_path(None, resolved)
         if not sif.is_file():

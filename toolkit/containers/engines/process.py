@@ -11,7 +11,7 @@ import signal
 import subprocess
 from typing import Iterator
 
-from ..errors import DnnbenchError
+from dnnbench.errors import DnnbenchError
 
 
 class ProcessJob:

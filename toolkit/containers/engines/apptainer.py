@@ -14,7 +14,7 @@ import subprocess
 from pathlib import Path
 from typing import Callable
 
-from ..errors import DnnbenchError, EngineUnavailable
+from dnnbench.errors import DnnbenchError, EngineUnavailable
 
 HINT_MISSING = ("neither apptainer nor singularity is on PATH; install Apptainer "
                 "(`sudo bash scripts/setup-engines.sh` on Debian) or load its module on your cluster")

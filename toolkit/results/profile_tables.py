@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .console import out
-from .errors import DnnbenchError
+from dnnbench.console import out
+from dnnbench.errors import DnnbenchError
 
 NAME_WIDTH = 90
 PIPES = {"fma": "FMA (FP32)", "fp16": "FP16", "tensor": "Tensor", "sfu": "SFU (xu)",
@@ -50,7 +50,7 @@ def kernels_table(title: str, kernels: list[dict], top: int):
 def show_command(path: Path, top: int) -> None:
     from rich.table import Table
 
-    from .profiles import summarize
+    from dnnbench.results.profile_parsers import summarize
     run_dir, data = _load(path)
     profile = summarize(run_dir, data) or data.get("profile") or {}   # the files, when they are still there
     telemetry = data.get("telemetry") or {}

@@ -1,13 +1,12 @@
-"""`dnnbench data fake|verify`: datasets of the right layout from random pixels, and checks
-that say exactly what is wrong. The checks are the container side's own (workloads/data.py),
-so `verify`, `run` and the harness agree."""
+"""`dnnbench data fake`: datasets of the right layout from random pixels (real JPEGs, real COCO
+JSON), so the real-data path runs anywhere."""
 from __future__ import annotations
 
 import shutil
 from pathlib import Path
 
-from .console import err, info, out
-from .errors import DnnbenchError
+from dnnbench.console import err, info
+from dnnbench.errors import DnnbenchError
 
 FAKE_KINDS = ("imagenet", "coco", "text", "ratings")
 
@@ -55,18 +54,3 @@ def fake_command(kind: str, dest: Path, images: int, classes: int, size: int, wo
             raise DnnbenchError(f"writing the fake dataset into {dest} failed: {exc.strerror or exc}"
                                 f"{' (disk full)' if getattr(exc, 'errno', None) == 28 else ''}") from None
     info(f"{dest}: {'already complete (done marker found)' if n == 0 else f'wrote a fake {kind} dataset'}")
-
-
-def verify_command(path: Path, kind: str, deep: bool) -> int:
-    from dnnbench.workloads import data as data_mod
-
-    if kind not in data_mod.KINDS:
-        raise DnnbenchError(f"unknown dataset kind {kind!r}: choose {', '.join(data_mod.KINDS)}")
-    with err.status(f"checking {path} as {kind}{' (opening every image)' if deep else ''}"):
-        found = data_mod.problems(str(path), kind, deep=deep)
-    if found:
-        for problem in found:
-            out.print(f"[red]x[/] {problem}", soft_wrap=True)
-        return 1
-    out.print(f"[green]ok[/] {path} is a valid {kind} dataset{'' if deep else ' (layout; --deep opens every image)'}")
-    return 0

@@ -1,12 +1,10 @@
 """Report plots (matplotlib PNG) and the self-contained HTML page that shows them."""
 from __future__ import annotations
 
-import base64
-import html
 from collections import defaultdict
 from pathlib import Path
 
-from .errors import DnnbenchError
+from dnnbench.errors import DnnbenchError
 
 
 def _plt():
@@ -66,22 +64,3 @@ def write_plots(jobs: dict, folder: Path) -> list[Path]:
         plt.close(fig)
         written.append(path)
     return written
-
-
-def html_page(table: list[dict], pngs: list[Path], score: float | None, *, with_baseline: bool) -> str:
-    from .report import cell, columns
-    cols = columns(table, with_baseline)
-    head = "".join(f"<th>{html.escape(h)}</th>" for _, h in cols)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(cell(r, k))}</td>" for k, _ in cols) + "</tr>"
-                   for r in table)
-    imgs = "".join(f'<figure><img alt="{html.escape(p.name)}" src="data:image/png;base64,'
-                   f'{base64.b64encode(p.read_bytes()).decode()}"><figcaption>{html.escape(p.name)}</figcaption></figure>'
-                   for p in pngs)
-    score_line = f"<p>score (weighted geometric mean of mean/target): {score:.3f}</p>" if score is not None else ""
-    return ("<!doctype html><html><head><meta charset='utf-8'><title>dnnbench report</title><style>"
-            "body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
-            "td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}td:first-child,td:nth-child(2){text-align:left}"
-            "img{max-width:100%}</style></head><body><h1>dnnbench report</h1>"
-            "<p>Total throughput per run (summed over ranks and parallel copies), recomputed from each "
-            "result's timed windows; mean and sd over runs.</p>"
-            f"<table><tr>{head}</tr>{body}</table>{score_line}{imgs}</body></html>\n")

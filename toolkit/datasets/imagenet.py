@@ -21,8 +21,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .console import err, info, warn
-from .errors import DnnbenchError
+from dnnbench.console import err, info, warn
+from dnnbench.errors import DnnbenchError
 
 TRAIN_TAR = "ILSVRC2012_img_train.tar"
 VAL_TAR = "ILSVRC2012_img_val.tar"

@@ -1,0 +1,30 @@
+"""What tests share: the real command line as a subprocess, and the shape of a one-line error."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def dnnbench(*args, cwd=None, env=None, timeout=600, check=None):
+    """Run the real `dnnbench` command line (a subprocess, as a user would)."""
+    full_env = {**os.environ, "COLUMNS": "200", **(env or {})}
+    res = subprocess.run([sys.executable, "-m", "dnnbench", *map(str, args)], cwd=cwd, env=full_env,
+                         capture_output=True, text=True, timeout=timeout)
+    if check is not None:
+        assert res.returncode == check, f"exit {res.returncode}\nstdout:\n{res.stdout}\nstderr:\n{res.stderr}"
+    return res
+
+
+def one_line_error(res, *fragments):
+    """A user mistake: exit 2, one `error:` line, no traceback, naming what is wrong."""
+    assert res.returncode == 2, f"exit {res.returncode}: {res.stdout}{res.stderr}"
+    assert "Traceback" not in res.stderr + res.stdout
+    lines = [line for line in res.stderr.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1, res.stderr
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+    return lines[0]

@@ -1,0 +1,53 @@
+"""The `dnnbench` command line: one module per stage (images, runs, data, results), each
+registering its commands here. Thin wiring: a command's work lives in its stage's package,
+imported inside the command so that `dnnbench --help` stays fast."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from dnnbench import __version__
+from dnnbench.errors import DnnbenchError
+
+from . import data, images, results, runs
+
+app = typer.Typer(
+    name="dnnbench", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+    help="Build and run containerized PyTorch DNN training benchmarks.\n\n"
+         "Typical flow: `dnnbench build --base ngc-24.10`, then "
+         "`dnnbench run resnet50 --synthetic --gpus 0`, then `dnnbench report results/`.")
+
+
+def _version(value: bool):
+    if value:
+        typer.echo(f"dnnbench {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                       help="Print the version and exit.")):
+    pass
+
+
+for _group in (images, runs, data, results):
+    _group.register(app)
+
+
+def main() -> None:
+    try:
+        app()
+    except DnnbenchError as exc:
+        from rich.text import Text
+        from dnnbench.console import err
+        err.print(Text.assemble(("error: ", "bold red"), str(exc)), soft_wrap=True)
+        if exc.log:
+            err.print(f"details: {exc.log}", markup=False, soft_wrap=True)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        from dnnbench.console import err
+        err.print("interrupted", markup=False)
+        sys.exit(130)

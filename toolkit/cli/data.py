@@ -1,0 +1,58 @@
+"""Commands of the data stage: `dnnbench data prepare|fake|verify`."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+
+data_app = typer.Typer(help="Datasets: prepare real ones from their archives, verify them, make fake ones.", no_args_is_help=True)
+
+
+@data_app.command("fake")
+def data_fake(
+    kind: str = typer.Argument(..., help="imagenet, coco, text or ratings."),
+    to: Path = typer.Option(..., "--to", help="Folder to write (made if missing)."),
+    images: int = typer.Option(1000, "--images", "-n", help="Images (text/ratings: x100 words/ratings)."),
+    classes: int = typer.Option(10, "--classes", help="ImageNet: class folders."),
+    size: int = typer.Option(256, "--size", help="Image side in pixels."),
+    workers: Optional[int] = typer.Option(None, "--workers", help="Parallel writers (default: all cores)."),
+):
+    """Write a dataset of the right layout from random pixels (real JPEGs, real COCO JSON), so the
+    real-data path (decode, augment, DataLoader workers) runs anywhere."""
+    from dnnbench.datasets.fake import fake_command
+    fake_command(kind, to, images, classes, size, workers)
+
+
+@data_app.command("prepare")
+def data_prepare(
+    kind: str = typer.Argument(..., help="imagenet (ILSVRC2012)."),
+    src: Path = typer.Option(..., "--from", help="Folder with ILSVRC2012_img_train.tar, ILSVRC2012_img_val.tar "
+                                                 "and ILSVRC2012_devkit_t12.tar.gz (read only, never changed)."),
+    to: Path = typer.Option(..., "--to", help="Folder to fill with train/<wnid>/ and val/<wnid>/."),
+    val_map: Optional[Path] = typer.Option(None, "--val-map", help="Val labels instead of the devkit: lines "
+                                           "'ILSVRC2012_val_00000001.JPEG n01751748' (valprep.sh and "
+                                           "LOC_val_solution.csv work too)."),
+    workers: Optional[int] = typer.Option(None, "--workers", help="Classes extracted at once (default: cores, at most 8)."),
+):
+    """Extract the ImageNet tars into the layout the workloads read: nested train tars, val sorted
+    into class folders. Checks disk space first; interrupt and rerun to resume; a finished
+    folder is a no-op."""
+    from dnnbench.datasets.imagenet import prepare_command
+    prepare_command(kind, src, to, val_map, workers)
+
+
+@data_app.command("verify")
+def data_verify(
+    path: Path = typer.Argument(..., help="Dataset folder."),
+    kind: str = typer.Option(..., "--kind", "-k", help="imagenet, coco, text or ratings."),
+    deep: bool = typer.Option(False, "--deep", help="Also open every image (slow)."),
+):
+    """Check a dataset's layout the way the workloads read it; say exactly what is wrong."""
+    from dnnbench.datasets.verify import verify_command
+    raise typer.Exit(verify_command(path, kind, deep))
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(data_app, name="data")

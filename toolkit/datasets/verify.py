@@ -1,0 +1,23 @@
+"""`dnnbench data verify`: check a dataset and say exactly what is wrong. The checks are the
+container side's own (dnnbench.workloads.data), so `verify`, `run` and the harness agree."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from dnnbench.console import err, out
+from dnnbench.errors import DnnbenchError
+
+
+def verify_command(path: Path, kind: str, deep: bool) -> int:
+    from dnnbench.workloads import data as data_mod
+
+    if kind not in data_mod.KINDS:
+        raise DnnbenchError(f"unknown dataset kind {kind!r}: choose {', '.join(data_mod.KINDS)}")
+    with err.status(f"checking {path} as {kind}{' (opening every image)' if deep else ''}"):
+        found = data_mod.problems(str(path), kind, deep=deep)
+    if found:
+        for problem in found:
+            out.print(f"[red]x[/] {problem}", soft_wrap=True)
+        return 1
+    out.print(f"[green]ok[/] {path} is a valid {kind} dataset{'' if deep else ' (layout; --deep opens every image)'}")
+    return 0
