@@ -242,8 +242,9 @@ app.add_typer(profile_app, name="profile")
 
 @profile_app.command("show")
 def profile_show(result: Path = typer.Argument(..., help="A run folder or its result.json."),
-                 top: int = typer.Option(10, "--top", help="Kernels/ops listed per profile.")):
+                 top: int = typer.Option(10, "--top", help="Kernels/ops listed per profile."),
+                 as_json: bool = typer.Option(False, "--json", help="The summaries as JSON on stdout (for scripts).")):
     """Pipe utilization (ncu), top kernels and GPU-busy share (nsys, nvprof, rocprof), top ops
-    (torch.profiler), and the GPU telemetry medians, of one run."""
+    (torch.profiler), and the GPU telemetry medians, of one run. Exit 1 when no profile could be read."""
     from .profile_show import show_command
-    show_command(result, top)
+    show_command(result, top, as_json)
