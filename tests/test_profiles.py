@@ -53,7 +53,7 @@ def _ncu_details(raw: str, extra_columns: bool) -> str:
 def test_ncu_utilization_weighted_by_cycles(page):
     text = NCU_RAW if page == "raw" else _ncu_details(NCU_RAW, extra_columns=page == "details-2023")
     summary = profiles.ncu_summary(text)
-    assert summary["launches"] == 3 and summary["weighted_by"] == "gpc__cycles_elapsed.max"
+    assert summary["launches"] == 3 and summary["weighted_by"] == "cycles (gpc__cycles_elapsed.max)"
     assert summary["utilization_pct"] == pytest.approx(NCU_EXPECTED)
     assert [k["name"] for k in summary["kernels"]][0] == "sm80_xmma_fprop_implicit_gemm_f16f16"
     assert summary["kernels"][0]["time_pct"] == pytest.approx(60.0)
@@ -78,6 +78,28 @@ def test_ncu_output_without_kernels_says_why():
         profiles.ncu_summary(NCU_RAW.split('"0","4242"')[0])
 
 
+def test_ncu_units_and_suffixes_are_read_never_guessed():
+    """A `.sum` count is not a share of peak; two suffixes of one metric are not added; the
+    details page's unit column converts durations (us and ms mixed) before they weigh anything."""
+    rows = [("0", "big", "gpu__time_duration.sum", "msecond", "2"), ("0", "big", "sm__inst_executed_pipe_fma.sum", "inst", "9,000"),
+            ("0", "big", "sm__inst_executed_pipe_fma.avg.pct_of_peak_sustained_active", "%", "90"),
+            ("0", "big", "sm__inst_executed_pipe_fma.avg.pct_of_peak_sustained_elapsed", "%", "30"),
+            ("1", "small", "gpu__time_duration.sum", "usecond", "500"),
+            ("1", "small", "sm__inst_executed_pipe_fma.avg.pct_of_peak_sustained_elapsed", "%", "80")]
+    text = NCU_IDS + ',"Section Name","Metric Name","Metric Unit","Metric Value"\n' + "".join(
+        f'"{i}","1","p","h","{k}","1","7","(1, 1, 1)","(1, 1, 1)","0","8.9","s","{m}","{u}","{v}"\n' for i, k, m, u, v in rows)
+    out = profiles.ncu_summary(text)
+    assert out["weighted_by"] == "duration (gpu__time_duration.sum)"
+    assert out["utilization_pct"] == {"fma": pytest.approx((30 * 2e6 + 80 * 5e5) / 2.5e6)}    # 40.0, elapsed only
+    assert out["metrics"]["fma"] == "fma (pct_of_peak_sustained_elapsed)"
+    assert [k["name"] for k in out["kernels"]] == ["big", "small"] and out["kernels"][0]["time_pct"] == pytest.approx(80.0)
+    # neither cycles nor duration: an unweighted mean that says so, and no None anywhere
+    bare = "\n".join(line.replace(",", ",", 1) for line in text.splitlines() if "gpu__time" not in line)
+    out = profiles.ncu_summary(bare)
+    assert out["weighted_by"].startswith("unweighted") and out["utilization_pct"]["fma"] == pytest.approx(55.0)
+    assert out["ranked_by"].startswith("launch count") and "null" not in json.dumps(out)
+
+
 @pytest.mark.parametrize("cc, tensor", [((7, 0), "sm__inst_executed_pipe_tensor."),
                                          ((8, 0), "sm__inst_executed_pipe_tensor_op_hmma."),
                                          ((9, 0), "sm__inst_executed_pipe_tensor_op_gmma.")])
@@ -94,8 +116,8 @@ def test_launcher_picks_ncu_metrics_per_architecture(cc, tensor):
 def test_launcher_command_lines():
     cmd = ["python3", "-m", "dnnbench.workloads", "resnet50"]
     ncu = launcher.command("ncu", "/results/profile", cmd, (9, 0))
-    assert ncu[:9] == ["ncu", "--target-processes", "all", "--profile-from-start", "off", "--csv", "--page", "raw",
-                       "--print-units"] and ncu[-4:] == cmd and "/results/profile/ncu.csv" in ncu
+    assert ncu[:9] == ["ncu", "--target-processes", "all", "--profile-from-start", "off", "--launch-count", "200",
+                       "--clock-control", "base"] and ncu[-4:] == cmd and "/results/profile/ncu.csv" in ncu
     nsys = launcher.command("nsys", "/results/profile", cmd)
     assert "cudaProfilerApi" in nsys and nsys[-4:] == cmd
     with pytest.raises(launcher.ProfileError, match=r"8.0 and later \(this GPU is 8.0\).*nsys"):
@@ -150,7 +172,7 @@ def test_nvprof_gpu_summary_units():
 "API calls",90.0,500.0,10,50000.0,1.0,90000.0,"cudaMalloc"
 """
     out = profiles.nvprof_summary(text)
-    assert out["kernel_names"] == 2
+    assert out["kernel_names"] == 1 and out["memcpy_memset_ns"] == pytest.approx(57e6)   # memcpy: not a kernel
     assert out["kernels"][0]["total_ns"] == pytest.approx(143e6) and out["kernels"][0]["instances"] == 100
 
 
@@ -200,7 +222,7 @@ def test_profile_show_renders_ncu_and_nsys_files(tmp_path):
               "telemetry": {"samples": 12, "median_power_w": 612.5, "energy_j": 30.0, "energy_per_item_j": 0.0123}}
     schema.write_atomic(str(run / "result.json"), result)
     out = dnnbench("profile", "show", run, check=0).stdout
-    assert "weighted by gpc__cycles_elapsed.max" in out and "36.00" in out      # tensor pipe
+    assert "weighted by cycles" in out and "gpc__cycles_elapsed.max" in out and "36.00" in out      # tensor pipe
     assert "GPU busy 25.0% of the timed window" in out
     assert "612.5" in out and "0.0123" in out
 
@@ -320,3 +342,171 @@ def test_cuda_visible_devices_map_to_nvml_handles_by_uuid(monkeypatch):
     assert telemetry.visible_handles(NVML()) == ["uuid:GPU-8c2a-77", "pci-order-2"]
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
     assert len(telemetry.visible_handles(NVML())) == 4
+
+
+# --- real outputs other people published (tests/fixtures/profiles/SOURCES.md) --------------------
+FIX = __import__("pathlib").Path(__file__).parent / "fixtures" / "profiles"
+
+
+def _read(name):
+    return (FIX / name).read_text()
+
+
+def test_real_ncu_2020_details_page_v100():
+    """ncu 2020.1 (`Kernel Time` column, sections, `nsecond` units): ranked by Duration; the SOL
+    section carries no pipe metrics, and the summary says so instead of printing None."""
+    out = profiles.ncu_summary(_read("ncu-2020.1-details-v100.log"))
+    assert out["launches"] == 2 and out["ranked_by"] == "duration"
+    assert out["kernels"][0]["name"] == "cuda_compute_flux"
+    assert out["kernels"][0]["time_pct"] == pytest.approx(100 * 39200 / (39200 + 10720), abs=0.05)   # 78.5 %
+    assert out["utilization_pct"] == {} and out["weighted_by"] == "no pipe-utilization metrics in this output"
+
+
+def test_real_ncu_2025_details_page_with_rule_columns_b200():
+    """ncu 2025 details page: 20-column header, metric rows end after Metric Value (16 fields),
+    rule rows with no metric; program output before the CSV. Duration in `ns`."""
+    kernels = profiles.ncu_kernels(_read("ncu-2025-details-rules-b200.log"))
+    assert len(kernels) == 1 and kernels[0]["metrics"]["Duration"] == (406240.0, "ns")
+    assert kernels[0]["metrics"]["Elapsed Cycles"] == (508757.0, "cycle")
+    out = profiles.ncu_summary(_read("ncu-2025-details-rules-b200.log"))
+    assert out["kernels"][0]["name"].startswith("cutlass3x_sm100_tensorop") and out["kernels"][0]["total_ns"] == 406240.0
+
+
+@pytest.mark.parametrize("name, top, pct, n", [
+    ("rocprof-v1-llama-hip.stats.csv", "void mul_mat_q<(ggml_type)13, 128, false>", 21.284, 47),
+    ("rocprof-v1-kokkos-unquoted.stats.csv", "void Kokkos::Experimental::Impl::hip_parallel_launch_local_memory"
+                                             "<Kokkos::Impl::ParallelFor<scatter_view_loop(", 32.445, 7),
+    ("rocprofv3-resnet-mi300/kernels_kernel_stats.csv", "__amd_rocclr_copyBuffer", 18.062, 9),
+    ("rocprofv3-resnet-mi300-ddp/node01/12345_kernel_stats.csv", "rccl_main_kernel(ncclDevComm*", 91.878, 9),
+])
+def test_real_rocprof_stats(name, top, pct, n):
+    out = profiles.rocprof_summary(_read(name))
+    assert out["kernels"][0]["name"].startswith(top) and out["kernel_names"] == n
+    assert out["kernels"][0]["time_pct"] == pytest.approx(pct, abs=0.001)
+
+
+def test_rocprof_barrier_packets_and_its_percentage_column_are_not_used():
+    """rocprof v1 lists `<barrier packet>` rows (PyTorch+RCCL); its Percentage counts them. A real
+    file with one such row added (the row is the only synthetic part)."""
+    text = _read("rocprof-v1-llama-hip.stats.csv").replace(
+        '"gemm_q5k_v4.kd"', '"<barrier packet>",2000,1552000000,776000,35.8\n"gemm_q5k_v4.kd"')
+    out = profiles.rocprof_summary(text)
+    assert out["kernel_names"] == 47 and out["kernels"][0]["time_pct"] == pytest.approx(21.284, abs=0.001)
+
+
+def test_real_nvprof_without_type_column():
+    out = profiles.nvprof_summary(_read("nvprof-cuda8-no-type.csv"))        # units inline, names unquoted
+    assert [k["name"][:8] for k in out["kernels"]] == ["red_sor(", "black_so"]
+    assert out["kernels"][0]["total_ns"] == pytest.approx(237.43e6) and out["kernels"][0]["time_pct"] == pytest.approx(50.018, abs=0.001)
+    assert out["memcpy_memset_ns"] == pytest.approx((542.36 + 117.72) * 1e6)
+    units_row = profiles.nvprof_summary(_read("nvprof-no-type-units-row.log"))   # quoted header, a units row
+    assert units_row["kernel_names"] == 0 and units_row["memcpy_memset_ns"] == pytest.approx(3840.0)
+
+
+def test_nvprof_parent_process_file_is_skipped_not_a_warning(tmp_path):
+    (tmp_path / "profile").mkdir()
+    (tmp_path / "profile" / "nvprof-100.csv").write_text("==100== NVPROF is profiling process 100, command: torchrun\n"
+                                                         "==100== Generated result file: /r/nvprof-100.nvvp\n")
+    (tmp_path / "profile" / "nvprof-101.csv").write_text(_read("nvprof-cuda8-no-type.csv"))
+    out = profiles.summarize(tmp_path)
+    assert "nvprof:nvprof-101" in out and "problems" not in out
+
+
+def test_real_nsys_stats_new_report_name():
+    out = profiles.nsys_summary(_read("nsys-2024.6-cuda_gpu_kern_sum.csv"))
+    assert out["kernels"][0]["name"] == "flash_attention_prefill_f16" and out["kernel_names"] == 13
+    assert out["kernels"][0]["time_pct"] == pytest.approx(87.153, abs=0.001)
+
+
+def test_nsys_empty_capture_says_so():
+    with pytest.raises(profiles.NoProfileData, match="no CUDA kernels"):
+        profiles.nsys_summary("Time (%),Total Time (ns),Instances,Avg (ns),Med (ns),Min (ns),Max (ns),StdDev (ns),Name\n")
+    assert "captured no CUDA kernels" in launcher.stats_problem(
+        ["SKIPPED: /r/profile/nsys.sqlite does not contain CUDA kernel data."])
+
+
+@pytest.mark.parametrize("name, top, pct, calls, names", [
+    ("torch-1.8-resnet50.pt.trace.json.gz", "void cudnn::detail::dgrad_engine<float, 512, 6, 5, 3, 3, 3, false>", 13.835, 27, 62),
+    ("torch-1.9-resnet50.pt.trace.json.gz", "void cudnn::detail::dgrad_engine<float, 512, 6, 5, 3, 3, 3, false>", 13.574, 27, 67),
+    ("torch-2.x-alexnet-a100.pt.trace.json", "ampere_sgemm_32x32_sliced1x4_tn", 24.514, 6, 16),
+    ("torch-2.x-rocm6.2-mi250.pt.trace.json", "Cijk_Alik_Bljk_SB_Bias_AS_SAV_UserArgs_MT64x16x32", 15.873, 1, 12),
+])
+def test_real_torch_profiler_traces(name, top, pct, calls, names):
+    """PyTorch 1.8/1.9 write categories Kernel/Operator, 2.x kernel/cpu_op: both read."""
+    out = profiles.torch_summary(profiles._read_trace(FIX / name))
+    assert out["of"] == "GPU kernels" and out["kernel_names"] == names and out["cpu_op_names"] > 0
+    assert out["kernels"][0]["name"].startswith(top) and out["kernels"][0]["instances"] == calls
+    assert out["kernels"][0]["time_pct"] == pytest.approx(pct, abs=0.001)
+
+
+def _run_folder(tmp_path, files):
+    from dnnbench.workloads import schema
+    run = tmp_path / "r"
+    for rel, text in files.items():
+        (run / rel).parent.mkdir(parents=True, exist_ok=True)
+        (run / rel).write_bytes(text if isinstance(text, bytes) else text.encode())
+    schema.write_atomic(str(run / "result.json"), {
+        "schema_version": 1, "run_id": "r", "workload": "resnet50", "status": "ok", "message": None, "options": {},
+        "unit": "images/s", "throughput": {"total": schema.summarize([100.0])}, "windows": [], "loss": [],
+        "system": {}, "started": "", "ended": "", "world_size": 1, "ranks": []})
+    return run
+
+
+def test_profile_show_json_on_real_files_and_rocprofv3_layout(tmp_path):
+    run = _run_folder(tmp_path, {
+        "profile/node01/12345_kernel_stats.csv": _read("rocprofv3-resnet-mi300-ddp/node01/12345_kernel_stats.csv"),
+        "torch-trace.json.gz": (FIX / "torch-1.8-resnet50.pt.trace.json.gz").read_bytes()})
+    res = dnnbench("profile", "show", run, "--json", check=0)
+    data = json.loads(res.stdout)
+    assert data["profile"]["rocprof"]["kernels"][0]["name"].startswith("rccl_main_kernel")
+    assert data["profile"]["torch"]["kernels"][0]["name"].startswith("void cudnn::detail::dgrad_engine")
+    table = dnnbench("profile", "show", run, "--top", "2", check=0).stdout
+    assert "rccl_main_kernel(ncclDevComm*" in table and "91.9" in table
+
+
+def test_profile_show_escapes_names_and_fails_when_nothing_reads(tmp_path):
+    run = _run_folder(tmp_path, {"profile/nvprof-1.csv": _read("nvprof-cuda8-no-type.csv").replace(
+        "red_sor(", "[bold]red_sor[/bold](")})
+    assert "[bold]red_sor[/bold]" in dnnbench("profile", "show", run, check=0).stdout
+    bad = _run_folder(tmp_path / "b", {"profile/ncu.csv": "==PROF== Connected to process 1\n==ERROR== ERR_NVGPUCTRPERM\n"})
+    res = dnnbench("profile", "show", bad)
+    assert res.returncode == 1 and "no profile in" in res.stderr and "ncu: no header row found" in res.stderr
+
+
+def test_launcher_ncu_cap_clock_and_dropped_metrics(monkeypatch):
+    assert launcher.ncu_settings({}) == (200, "base")
+    assert launcher.ncu_settings({"DNNBENCH_NCU_LAUNCH_COUNT": "50", "DNNBENCH_NCU_CLOCK_CONTROL": "none"}) == (50, "none")
+    with pytest.raises(launcher.ProfileError, match="base or none"):
+        launcher.ncu_settings({"DNNBENCH_NCU_CLOCK_CONTROL": "boost"})
+    dropped = []
+    cmd = launcher.command("ncu", "/p", ["x"], (8, 9), {"sm__inst_executed_pipe_fma", "gpc__cycles_elapsed",
+                                                          "gpu__time_duration"}, 50, "none", dropped)
+    assert cmd[5:9] == ["--launch-count", "50", "--clock-control", "none"]
+    assert "sm__inst_executed_pipe_tensor_op_hmma.avg.pct_of_peak_sustained_elapsed" in dropped
+
+
+def test_launcher_summary_records_the_ncu_choices(tmp_path):
+    run = _run_folder(tmp_path, {"profile/ncu.csv": NCU_RAW, "profile/launch.json": json.dumps(
+        {"tool": "ncu", "launch_count": 200, "clock_control": "base", "dropped_metrics": ["x.avg"]})})
+    ncu = profiles.summarize(run)["ncu"]
+    assert ncu["launch"]["launch_count"] == 200 and ncu["launch"]["clock_control"] == "base"
+    assert "at most 200 kernels profiled" in dnnbench("profile", "show", run, check=0).stdout
+
+
+@pytest.mark.parametrize("version, has_end", [("NVIDIA Nsight Systems version 2021.2.4.12-8c2a4c1", False),
+                                              ("NVIDIA Nsight Systems version 2024.6.2.225-246235244400v0", True),
+                                              ("", False)])
+def test_launcher_nsys_flags_fit_the_oldest_catalog_nsys(version, has_end):
+    cmd = launcher.command("nsys", "/p", ["x"], nsys_ver=launcher.nsys_version(version))
+    assert ("--capture-range-end" in cmd) is has_end and "cudaProfilerApi" in cmd
+
+
+def test_launcher_uses_rocprofv3_where_only_it_ships(tmp_path, monkeypatch, capsys):
+    cmd = launcher.command("rocprof", "/p", ["python", "t.py"], rocprof_exe="rocprofv3")
+    assert cmd[:3] == ["rocprofv3", "--kernel-trace", "--stats"] and "-d" in cmd and cmd[-3:] == ["--", "python", "t.py"]
+    fake = tmp_path / "rocprofv3"
+    fake.write_text("#!/bin/sh\nexit 0\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert launcher.main(["rocprof", str(tmp_path / "p"), "--", "true"]) == 0
+    assert "profiling with rocprof: rocprofv3 --kernel-trace" in capsys.readouterr().err

@@ -7,9 +7,16 @@ capability (nvprof refused on 8.0+; ncu metric names per architecture, checked a
 ones). The workload brackets its timed window with cudaProfilerStart/Stop (--profile-window
 cuda), so ncu and nsys capture only that window. Outputs go to OUT (the run's profile/ folder).
 
+ncu replays every kernel it profiles, so it profiles at most DNNBENCH_NCU_LAUNCH_COUNT kernels
+(default 200) and runs at DNNBENCH_NCU_CLOCK_CONTROL clocks (default `base`, ncu's own default,
+which makes cycles comparable across runs; `none` leaves the GPU's clocks alone). Both choices,
+and the metric names this ncu lacks, go to OUT/launch.json for the run's profile summary.
+
 Python 3.7+, stdlib (+ torch for the compute capability).
 """
+import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -34,6 +41,11 @@ PIPES = [
 TENSOR_CYCLES = {(7, 0): "sm__pipe_tensor_cycles_active", (8, 0): "sm__pipe_tensor_op_hmma_cycles_active",
                  (9, 0): "sm__pipe_tensor_op_gmma_cycles_active"}
 WEIGHTS = ["gpc__cycles_elapsed.max", "gpu__time_duration.sum"]
+NCU_LAUNCH_COUNT = 200          # kernels profiled at most: each is replayed once per metric pass
+CLOCK_CONTROLS = ("base", "none")
+# nsys gained --capture-range-end in 2021.3; older ones (NGC 21.07 ships 2021.2) stop at the end of
+# the cudaProfilerApi range on their own and reject the flag.
+NSYS_CAPTURE_RANGE_END = (2021, 3)
 
 
 class ProfileError(Exception):
@@ -51,8 +63,9 @@ def capability():
     return None
 
 
-def ncu_metrics(cc, available=None):
-    """The metric list for this architecture; names ncu does not list for this GPU are dropped."""
+def ncu_metrics(cc, available=None, dropped=None):
+    """The metric list for this architecture; names ncu does not list for this GPU are dropped
+    (and appended to `dropped`, so the log and the summary can say which)."""
     pipes = [names for since, names in PIPES if cc is None or cc >= since][-1]
     names = [n + METRIC_SUFFIX for n in pipes]
     cycles = [m for since, m in sorted(TENSOR_CYCLES.items()) if cc is None or cc >= since][-1]
@@ -61,8 +74,28 @@ def ncu_metrics(cc, available=None):
         names.append(TENSOR_CYCLES[(8, 0)] + METRIC_SUFFIX)
     names += WEIGHTS
     if available:
+        if dropped is not None:
+            dropped.extend(n for n in names if n.split(".")[0] not in available)
         names = [n for n in names if n.split(".")[0] in available]
     return names
+
+
+def ncu_settings(env=None):
+    """(launch count, clock control) from DNNBENCH_NCU_LAUNCH_COUNT / DNNBENCH_NCU_CLOCK_CONTROL."""
+    env = os.environ if env is None else env
+    count = env.get("DNNBENCH_NCU_LAUNCH_COUNT", str(NCU_LAUNCH_COUNT))
+    clock = env.get("DNNBENCH_NCU_CLOCK_CONTROL", "base")
+    if not count.isdigit() or int(count) < 1:
+        raise ProfileError("DNNBENCH_NCU_LAUNCH_COUNT=%r: give a positive number of kernels" % count)
+    if clock not in CLOCK_CONTROLS:
+        raise ProfileError("DNNBENCH_NCU_CLOCK_CONTROL=%r: choose %s" % (clock, " or ".join(CLOCK_CONTROLS)))
+    return int(count), clock
+
+
+def nsys_version(text):
+    """(year, minor) from `nsys --version` ("NVIDIA Nsight Systems version 2021.2.4.12-..."), or None."""
+    m = re.search(r"(\d{4})\.(\d+)", text or "")
+    return (int(m.group(1)), int(m.group(2))) if m else None
 
 
 def _available_metrics():
@@ -75,19 +108,22 @@ def _available_metrics():
     return {line.split()[0] for line in res.stdout.splitlines() if line.strip() and "__" in line.split()[0]}
 
 
-def command(tool, out, cmd, cc=None, available=None):
+def command(tool, out, cmd, cc=None, available=None, launch_count=NCU_LAUNCH_COUNT, clock_control="base",
+            dropped=None, nsys_ver=None, rocprof_exe="rocprof"):
     """The profiler's command line around `cmd`."""
     if tool == "ncu":
         if cc is not None and cc < (7, 0):
             raise ProfileError("Nsight Compute needs compute capability 7.0 or later (this GPU is %d.%d): "
                                "use --profile nvprof" % cc)
-        return ["ncu", "--target-processes", "all", "--profile-from-start", "off", "--csv", "--page", "raw",
-                "--print-units", "base", "--metrics", ",".join(ncu_metrics(cc, available)),
+        return ["ncu", "--target-processes", "all", "--profile-from-start", "off", "--launch-count", str(launch_count),
+                "--clock-control", clock_control, "--csv", "--page", "raw", "--print-units", "base",
+                "--metrics", ",".join(ncu_metrics(cc, available, dropped)),
                 "--log-file", os.path.join(out, "ncu.csv")] + cmd
     if tool == "nsys":
+        end = ["--capture-range-end", "stop"] if nsys_ver and nsys_ver >= NSYS_CAPTURE_RANGE_END else []
         return ["nsys", "profile", "--trace", "cuda,nvtx,cudnn,cublas", "--sample", "none", "--cpuctxsw", "none",
-                "--capture-range", "cudaProfilerApi", "--capture-range-end", "stop", "--force-overwrite", "true",
-                "--output", os.path.join(out, "nsys")] + cmd
+                "--capture-range", "cudaProfilerApi"] + end + ["--force-overwrite", "true",
+                                                               "--output", os.path.join(out, "nsys")] + cmd
     if tool == "nvprof":
         if cc is not None and cc >= (8, 0):
             raise ProfileError("nvprof does not support compute capability 8.0 and later (this GPU is %d.%d): "
@@ -95,6 +131,9 @@ def command(tool, out, cmd, cc=None, available=None):
         return ["nvprof", "--profile-from-start", "off", "--profile-child-processes", "--csv",
                 "--print-gpu-summary", "--log-file", os.path.join(out, "nvprof-%p.csv"),
                 "--export-profile", os.path.join(out, "nvprof-%p.nvvp")] + cmd
+    if tool == "rocprof" and rocprof_exe == "rocprofv3":   # ROCm releases that ship only rocprofv3
+        # its layout: OUT/<host>/<pid>_kernel_stats.csv; csv is the default only before ROCm 7.0
+        return ["rocprofv3", "--kernel-trace", "--stats", "--output-format", "csv", "-d", out, "--"] + cmd
     if tool == "rocprof":   # rocprof v1 has no cudaProfilerApi range: it traces the whole run
         return ["rocprof", "--stats", "--hip-trace", "-o", os.path.join(out, "rocprof.csv")] + cmd
     raise ProfileError("unknown profiler %r (known: %s)" % (tool, ", ".join(TOOLS)))
@@ -106,13 +145,24 @@ def nsys_stats(out):
                None)
     if rep is None:
         return "nsys wrote no report"
+    said = []
     for reports in ("cuda_gpu_kern_sum,cuda_gpu_trace", "gpukernsum,gputrace"):
         res = subprocess.run(["nsys", "stats", "--report", reports, "--format", "csv", "--output",
                               os.path.join(out, "nsys"), "--force-export=true", rep],
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
+        said.append(res.stdout)
         if res.returncode == 0 and any(f.startswith("nsys_") and f.endswith(".csv") for f in os.listdir(out)):
             return None
-    return "nsys stats failed: %s" % res.stdout.strip()[-500:]
+    return stats_problem(said)
+
+
+def stats_problem(outputs):
+    """Why `nsys stats` wrote no CSV: an empty capture says "does not contain CUDA kernel data"."""
+    text = "\n".join(outputs)
+    if "does not contain" in text and "kernel" in text.lower():
+        return ("nsys captured no CUDA kernels: the cudaProfilerStart/Stop range was empty or never reached "
+                "(check --start-iter/--stop-iter against the run's length)")
+    return "nsys stats failed: %s" % text.strip()[-500:]
 
 
 def run(cmd):
@@ -135,26 +185,56 @@ def main(argv=None):
         sys.stderr.write("usage: python -m dnnbench.workloads.profile TOOL OUT -- COMMAND...\n")
         return 2
     tool, out, cmd = argv[0], argv[1], argv[3:]
-    exe = "rocprof" if tool == "rocprof" else tool
+    exe = tool
+    if tool == "rocprof" and shutil.which("rocprof") is None and shutil.which("rocprofv3") is not None:
+        exe = "rocprofv3"
     if tool in TOOLS and shutil.which(exe) is None:
         sys.stderr.write("error: --profile %s: %s is not on this image's PATH (bases list their profilers: "
                          "`dnnbench bases`)\n" % (tool, exe))
         return 2
+    launch = {"tool": tool, "exe": exe}
     try:
         os.makedirs(out, exist_ok=True)
         cc = capability() if tool in ("ncu", "nvprof") else None
         available = _available_metrics() if tool == "ncu" else None
-        full = command(tool, out, cmd, cc, available)
+        count, clock = ncu_settings() if tool == "ncu" else (None, None)
+        ver = nsys_version(_output(["nsys", "--version"])) if tool == "nsys" else None
+        dropped = []
+        full = command(tool, out, cmd, cc, available, count, clock, dropped, ver, exe)
     except ProfileError as exc:
         sys.stderr.write("error: %s\n" % exc)
         return 2
+    if tool == "ncu":
+        launch.update(launch_count=count, clock_control=clock, dropped_metrics=dropped)
+        sys.stderr.write("[dnnbench] ncu profiles at most %d kernels (DNNBENCH_NCU_LAUNCH_COUNT) with "
+                         "--clock-control %s (DNNBENCH_NCU_CLOCK_CONTROL=base|none)\n" % (count, clock))
+        if dropped:
+            sys.stderr.write("[dnnbench] this ncu lacks %s: left out\n" % ", ".join(dropped))
+    if ver:
+        launch["nsys_version"] = "%d.%d" % ver
     sys.stderr.write("[dnnbench] profiling with %s: %s\n" % (tool, " ".join(full[:len(full) - len(cmd)])))
+    _write_launch(out, launch)
     code = run(full)
     if tool == "nsys":
         problem = nsys_stats(out)
         if problem:
+            launch["nsys_problem"] = problem
+            _write_launch(out, launch)
             sys.stderr.write("warning: %s\n" % problem)
     return code
+
+
+def _output(cmd):
+    try:
+        return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True,
+                              timeout=60).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+
+
+def _write_launch(out, launch):
+    with open(os.path.join(out, "launch.json"), "w") as f:
+        json.dump(launch, f, indent=1)
 
 
 if __name__ == "__main__":

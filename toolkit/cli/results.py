@@ -35,11 +35,12 @@ profile_app = typer.Typer(help="Profiles: what --profile left in a run, as table
 
 @profile_app.command("show")
 def profile_show(result: Path = typer.Argument(..., help="A run folder or its result.json."),
-                 top: int = typer.Option(10, "--top", help="Kernels/ops listed per profile.")):
+                 top: int = typer.Option(10, "--top", help="Kernels/ops listed per profile."),
+                 as_json: bool = typer.Option(False, "--json", help="The summaries as JSON on stdout (for scripts).")):
     """Pipe utilization (ncu), top kernels and GPU-busy share (nsys, nvprof, rocprof), top ops
-    (torch.profiler), and the GPU telemetry medians, of one run."""
+    (torch.profiler), and the GPU telemetry medians, of one run. Exit 1 when no profile could be read."""
     from dnnbench.results.profile_tables import show_command
-    show_command(result, top)
+    show_command(result, top, as_json)
 
 
 def register(app: typer.Typer) -> None:

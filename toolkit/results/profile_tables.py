@@ -31,7 +31,9 @@ def _num(value, digits=1) -> str:
 
 
 def _name(name: str) -> str:
-    return name if len(name) <= NAME_WIDTH else name[:NAME_WIDTH - 1] + "…"
+    """A kernel name for a rich table: cut, and escaped (names hold `[` `]`, rich markup)."""
+    from rich.markup import escape
+    return escape(name if len(name) <= NAME_WIDTH else name[:NAME_WIDTH - 1] + "…")
 
 
 def kernels_table(title: str, kernels: list[dict], top: int):
@@ -47,29 +49,50 @@ def kernels_table(title: str, kernels: list[dict], top: int):
     return t
 
 
-def show_command(path: Path, top: int) -> None:
+def show_command(path: Path, top: int, as_json: bool = False) -> None:
+    import json
+
+    from rich.markup import escape
     from rich.table import Table
 
-    from dnnbench.results.profile_parsers import summarize
+    from dnnbench.results.profile_parsers import readable, summarize
     run_dir, data = _load(path)
     profile = summarize(run_dir, data) or data.get("profile") or {}   # the files, when they are still there
     telemetry = data.get("telemetry") or {}
     if not profile and not telemetry:
         raise DnnbenchError(f"{run_dir} has no profile and no GPU telemetry: run with --profile "
                             "ncu|nsys|torch|nvprof|rocprof (telemetry needs NVML on a GPU run)")
+    if profile and not readable(profile):
+        # Profiler output that could not be read is a failure, not a warning (scripts check the code).
+        raise DnnbenchError(f"no profile in {run_dir} could be read: " + "; ".join(profile.get("problems", [])),
+                            exit_code=1)
+    if as_json:
+        print(json.dumps({"run": str(run_dir), "workload": data.get("workload"), "profile": profile,
+                          "telemetry": telemetry}, indent=1, default=str))
+        return
     tp = (data.get("throughput") or {}).get("total") or {}
     out.print(f"{data.get('workload')} {data.get('status')}: {_num(tp.get('mean'))} {data.get('unit', '')} "
               f"({run_dir})", markup=False)
     ncu = profile.get("ncu")
     if ncu:
-        t = Table(title=f"ncu: pipe utilization, % of peak over {ncu['launches']} kernel launches, "
-                        f"weighted by {ncu['weighted_by']}")
-        t.add_column("pipe")
-        t.add_column("utilization %", justify="right")
-        for key, value in ncu["utilization_pct"].items():
-            t.add_row(PIPES.get(key, key), _num(value, 2))
-        out.print(t)
-        out.print(kernels_table("ncu: kernels by duration", ncu["kernels"], top))
+        if ncu["utilization_pct"]:
+            t = Table(title=escape(f"ncu: pipe utilization, % of peak, {ncu['launches']} launches, "
+                                   f"weighted by {ncu['weighted_by']}"))
+            t.add_column("pipe")
+            t.add_column("utilization %", justify="right")
+            for key, value in ncu["utilization_pct"].items():
+                suffix = ncu["metrics"][key].rstrip(")").rsplit("_", 1)[-1]         # elapsed | active
+                t.add_row(escape(f"{PIPES.get(key, key)}, {suffix}"), _num(value, 2))
+            out.print(t)
+        else:
+            out.print(f"ncu: {ncu['launches']} kernel launches, {ncu['weighted_by']}", markup=False)
+        launch = ncu.get("launch") or {}
+        if launch:
+            out.print(f"ncu: at most {launch.get('launch_count')} kernels profiled (--launch-count), clock control "
+                      f"{launch.get('clock_control')}" + (f"; metrics ncu lacks here, left out: "
+                                                           f"{', '.join(launch['dropped_metrics'])}"
+                                                           if launch.get("dropped_metrics") else ""), markup=False)
+        out.print(kernels_table(f"ncu: kernels by {ncu.get('ranked_by', 'duration')}", ncu["kernels"], top))
     nsys = profile.get("nsys")
     if nsys:
         busy = nsys.get("busy_pct")
@@ -77,7 +100,8 @@ def show_command(path: Path, top: int) -> None:
         out.print(kernels_table(f"nsys: top kernels of {nsys['kernel_names']}{note}", nsys["kernels"], top))
     for tool, summary in sorted(profile.items()):
         if tool.startswith(("nvprof", "rocprof")):
-            out.print(kernels_table(f"{tool}: top kernels of {summary['kernel_names']}", summary["kernels"], top))
+            out.print(kernels_table(escape(f"{tool}: top kernels of {summary['kernel_names']}, % of "
+                                           f"{summary.get('time_pct_of', 'kernel time')}"), summary["kernels"], top))
     if profile.get("torch"):
         torch = profile["torch"]
         out.print(kernels_table(f"torch.profiler: top {torch['of']} of {torch['kernel_names']}", torch["kernels"], top))
@@ -93,4 +117,4 @@ def show_command(path: Path, top: int) -> None:
     if cool and "waited_s" in cool:
         out.print(f"cool-down: {cool['start_c']} C -> {cool['end_c']} C in {cool['waited_s']} s", markup=False)
     for problem in profile.get("problems", []):
-        out.print(f"[yellow]warning:[/] {problem}", soft_wrap=True)
+        out.print(f"[yellow]warning:[/] {escape(problem)}", soft_wrap=True)
