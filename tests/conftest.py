@@ -34,9 +34,11 @@ def test_base(docker_engine):
 def built_image(test_base, tmp_path_factory):
     """`dnnbench build` on the local base: the image the run tests use."""
     logs = tmp_path_factory.mktemp("build-logs")
-    dnnbench("build", "--base", f"local:{test_base}", "--log-dir", logs, check=0)
+    # DNNBENCH_TEST_IMAGE_TAG keeps checkouts that share one docker daemon from testing each other's code
+    tag = os.environ.get("DNNBENCH_TEST_IMAGE_TAG")
+    dnnbench("build", "--base", f"local:{test_base}", "--log-dir", logs, *(["--tag", tag] if tag else []), check=0)
     from dnnbench.containers import catalog
-    return catalog.resolve(f"local:{test_base}")[0].tag
+    return tag or catalog.resolve(f"local:{test_base}")[0].tag
 
 
 @pytest.fixture(scope="session")
