@@ -16,7 +16,7 @@ import traceback
 import uuid
 from datetime import datetime
 
-from . import schema
+from . import options, schema
 from .errors import UsageError
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NAN, EXIT_OOM, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
@@ -74,36 +74,10 @@ class Workload(object):
 def parser_for(workload):
     p = argparse.ArgumentParser(prog="python -m dnnbench.workloads %s" % workload.name,
                                 description=workload.description)
-    p.add_argument("--batch-size", type=int, default=workload.default_batch_size, help="per-GPU batch size")
-    p.add_argument("--number", type=int, default=10, help="iterations per timed window")
-    p.add_argument("--repeat", type=int, default=10, help="timed windows")
-    p.add_argument("--warmup", type=int, default=5, help="untimed iterations first")
-    p.add_argument("--start-iter", type=int, default=None, help="TBD-style: first timed iteration")
-    p.add_argument("--stop-iter", type=int, default=None, help="TBD-style: iteration after the last timed one")
+    options.add_to(p, workload)
     src = p.add_mutually_exclusive_group()
     src.add_argument("--data", default=None, help="dataset folder (layout: %s)" % (workload.data_kind or "none"))
     src.add_argument("--synthetic", action="store_true", help="batches generated on the device (default without --data)")
-    p.add_argument("--workers", type=int, default=4, help="DataLoader workers (real data)")
-    p.add_argument("--device", choices=("cuda", "cpu"), default=None, help="default: cuda when available")
-    p.add_argument("--amp", choices=("none", "fp16", "bf16"), default="none", help="autocast precision")
-    p.add_argument("--channels-last", action="store_true", help="NHWC memory format for images and model")
-    p.add_argument("--compile", action="store_true", help="torch.compile the model (PyTorch 2+)")
-    p.add_argument("--fused", action="store_true", help="fused optimizer where available")
-    p.add_argument("--no-cudnn-benchmark", action="store_true", help="disable cudnn.benchmark autotuning")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--lr", type=float, default=workload.lr)
-    p.add_argument("--results", default=os.environ.get("DNNBENCH_RESULTS", "results"),
-                   help="folder the result JSON is written to")
-    p.add_argument("--run-id", default=os.environ.get("DNNBENCH_RUN_ID"), help="run id recorded in the result")
-    p.add_argument("--profile-window", choices=("none", "cuda", "torch"), default="none",
-                   help="cuda: cudaProfilerStart/Stop around the timed window (for nsys/ncu); "
-                        "torch: torch.profiler trace of the window")
-    p.add_argument("--cool-down", type=float, default=0, metavar="SECONDS",
-                   help="first wait, at most SECONDS, until the GPUs' temperature stops falling")
-    p.add_argument("--scaling-reference", default=None, metavar="RESULT_JSON",
-                   help="result of a one-process run of the same job: adds scaling efficiency")
-    p.add_argument("--progress", type=float, default=5.0, help="seconds between progress lines")
-    p.add_argument("--loss-trace", type=int, default=10000, help="most per-step losses kept in the result")
     workload.add_args(p)
     return p
 

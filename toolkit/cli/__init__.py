@@ -38,16 +38,32 @@ for _group in (images, runs, data, results):
 
 
 def main() -> None:
+    from rich.text import Text
+
+    from dnnbench.console import err
+    command = typer.main.get_command(app)
     try:
-        app()
+        code = command.main(prog_name="dnnbench", standalone_mode=False)
     except DnnbenchError as exc:
-        from rich.text import Text
-        from dnnbench.console import err
         err.print(Text.assemble(("error: ", "bold red"), str(exc)), soft_wrap=True)
         if exc.log:
             err.print(f"details: {exc.log}", markup=False, soft_wrap=True)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
-        from dnnbench.console import err
         err.print("interrupted", markup=False)
         sys.exit(130)
+    except Exception as exc:
+        # click's usage errors (typer vendors click, so match its API rather than its class):
+        # one `error:` line naming the command's --help, like every other bad input
+        if hasattr(exc, "format_message") and hasattr(exc, "exit_code"):
+            message = exc.format_message().replace("Value error, ", "")
+            if message:  # no message: a group called bare, whose help is already printed
+                ctx = getattr(exc, "ctx", None)
+                where = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
+                err.print(Text.assemble(("error: ", "bold red"), message + where), soft_wrap=True)
+            sys.exit(exc.exit_code)
+        if type(exc).__name__ == "Abort":   # Ctrl-C or end of input at a prompt
+            err.print("interrupted", markup=False)
+            sys.exit(130)
+        raise
+    sys.exit(code if isinstance(code, int) else 0)

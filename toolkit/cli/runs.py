@@ -6,6 +6,13 @@ from typing import List, Optional
 
 import typer
 
+from dnnbench.cli.harness_options import choice, with_harness_options
+from dnnbench.runs.options import PROFILERS, RUNTIMES, RunOptions
+
+Runtime = choice("Runtime", RUNTIMES)
+SlurmRuntime = choice("SlurmRuntime", ("singularity", "apptainer", "host"))
+Profiler = choice("Profiler", PROFILERS)
+
 RUN_HELP = """Run one workload in a container (or on the host) and keep its result.
 
 Examples:
@@ -23,43 +30,36 @@ The dataset is mounted read-only at /data, the run folder read-write at /results
 folder results/<run-id>/ gets plan.json, log.txt and result.json whatever happens."""
 
 
+@with_harness_options()
 def run(
     ctx: typer.Context,
     workload: str = typer.Argument(..., help="Workload name (`dnnbench workloads` lists them)."),
     data: Optional[Path] = typer.Option(None, "--data", "-d", help="Dataset folder (mounted read-only at /data). Default: synthetic data."),
+    synthetic: bool = typer.Option(False, "--synthetic", help="Synthetic batches made on the device (the default without --data)."),
     gpus: Optional[str] = typer.Option(None, "--gpus", "-g", help="GPUs: all, or indices/UUIDs like 0 or 0,1. Default: CPU."),
     nproc: Optional[int] = typer.Option(None, "--nproc", help="CPU runs: processes (DDP over gloo, through torchrun)."),
-    runtime: str = typer.Option("docker", "--runtime", "-r", help="docker, singularity (= apptainer) or host."),
+    runtime: Runtime = typer.Option("docker", "--runtime", "-r",
+                                                         help="docker, singularity (= apptainer) or host."),
     image: Optional[str] = typer.Option(None, "--image", "-i", help="Docker tag or .sif file. Default: the base's image, else the newest dnnbench image."),
     base: Optional[str] = typer.Option(None, "--base", "-b", help="Use the image of this base (see `dnnbench bases`)."),
     build: Optional[bool] = typer.Option(None, "--build/--no-build", help="Build the base's image if missing (default: ask when interactive)."),
     results: Path = typer.Option(Path("results"), "--results", help="Results folder; the run goes in RESULTS/<run-id>/."),
     run_id: Optional[str] = typer.Option(None, "--run-id", help="Name of the run folder (default: time-workload-random)."),
     timeout: Optional[float] = typer.Option(None, "--timeout", help="Stop the run after this many seconds (status timeout)."),
-    batch_size: Optional[int] = typer.Option(None, "--batch-size", help="Per-GPU batch size (default: the workload's)."),
-    number: Optional[int] = typer.Option(None, "--number", help="Iterations per timed window (default 10)."),
-    repeat: Optional[int] = typer.Option(None, "--repeat", help="Timed windows (default 10)."),
-    warmup: Optional[int] = typer.Option(None, "--warmup", help="Untimed iterations first (default 5)."),
-    start_iter: Optional[int] = typer.Option(None, "--start-iter", help="TBD-style: first timed iteration."),
-    stop_iter: Optional[int] = typer.Option(None, "--stop-iter", help="TBD-style: iteration after the last timed one."),
-    amp: Optional[str] = typer.Option(None, "--amp", help="Mixed precision: fp16 or bf16."),
-    channels_last: bool = typer.Option(False, "--channels-last", help="NHWC memory format."),
-    compile_: bool = typer.Option(False, "--compile", help="torch.compile the model (PyTorch 2+ images)."),
-    workers: Optional[int] = typer.Option(None, "--workers", help="DataLoader workers for real data."),
-    seed: Optional[int] = typer.Option(None, "--seed", help="Random seed."),
-    profile: Optional[str] = typer.Option(None, "--profile", help="ncu, nsys, torch, nvprof or rocprof: profile the timed window "
-                                          "(--start-iter/--stop-iter pick it); `dnnbench profile show` reads it."),
-    cool_down: Optional[float] = typer.Option(None, "--cool-down", help="First wait (at most this many seconds) until the GPUs' temperature stops falling."),
+    profile: Optional[Profiler] = typer.Option(None, "--profile",
+                                          help="Profile the timed window (--start-iter/--stop-iter pick it); "
+                                               "`dnnbench profile show` reads it."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan and the equivalent command line; run nothing."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Do not echo the run's output (it still goes to log.txt)."),
+    harness: dict = None,
 ):
-    from dnnbench.runs.launch import RunOptions, run_command
+    from dnnbench.runs.launch import run_command
+    if synthetic and data is not None:
+        from dnnbench.errors import DnnbenchError
+        raise DnnbenchError("--synthetic and --data exclude each other")
     opts = RunOptions(workload=workload, data=data, gpus=gpus, nproc=nproc, runtime=runtime, image=image,
                       base=base, build=build, results=results, run_id=run_id, timeout=timeout, dry_run=dry_run,
-                      quiet=quiet, batch_size=batch_size, number=number, repeat=repeat, warmup=warmup,
-                      start_iter=start_iter, stop_iter=stop_iter, amp=amp, channels_last=channels_last,
-                      compile=compile_, workers=workers, seed=seed, profile=profile, cool_down=cool_down,
-                      extra=list(ctx.args))
+                      quiet=quiet, profile=profile, extra=list(ctx.args), **harness)
     raise typer.Exit(run_command(opts))
 
 
@@ -78,6 +78,7 @@ Examples:
 Options after `--` go to the workload unchanged."""
 
 
+@with_harness_options()
 def slurm(
     ctx: typer.Context,
     workload: str = typer.Argument(..., help="Workload name (`dnnbench workloads` lists them)."),
@@ -91,29 +92,22 @@ def slurm(
     sbatch_arg: List[str] = typer.Option([], "--sbatch-arg", help="Extra sbatch option, e.g. --sbatch-arg=--qos=high (repeatable; overrides the ones above)."),
     setup: List[str] = typer.Option([], "--setup", help="Shell line run before srun, e.g. 'module load apptainer' (repeatable)."),
     env: List[str] = typer.Option([], "--env", help="KEY=VALUE for the run, e.g. NCCL_SOCKET_IFNAME=ib0 (repeatable)."),
-    runtime: str = typer.Option("singularity", "--runtime", "-r", help="singularity (= apptainer) or host."),
+    runtime: SlurmRuntime = typer.Option(
+        "singularity", "--runtime", "-r", help="singularity (= apptainer) or host."),
     image: Optional[str] = typer.Option(None, "--image", "-i", help=".sif file on the shared filesystem."),
     base: Optional[str] = typer.Option(None, "--base", "-b", help="Use dnnbench_<base>.sif here (see `dnnbench build --format singularity`)."),
     data: Optional[Path] = typer.Option(None, "--data", "-d", help="Dataset folder, on the shared filesystem (read-only at /data)."),
     results: Path = typer.Option(Path("results"), "--results", help="Results folder (shared); the run goes in RESULTS/<run-id>/."),
     run_id: Optional[str] = typer.Option(None, "--run-id", help="Name of the run folder."),
-    batch_size: Optional[int] = typer.Option(None, "--batch-size", help="Per-GPU batch size."),
-    number: Optional[int] = typer.Option(None, "--number", help="Iterations per timed window."),
-    repeat: Optional[int] = typer.Option(None, "--repeat", help="Timed windows."),
-    warmup: Optional[int] = typer.Option(None, "--warmup", help="Untimed iterations first."),
-    amp: Optional[str] = typer.Option(None, "--amp", help="Mixed precision: fp16 or bf16."),
-    channels_last: bool = typer.Option(False, "--channels-last", help="NHWC memory format."),
-    workers: Optional[int] = typer.Option(None, "--workers", help="DataLoader workers for real data."),
     scaling: bool = typer.Option(False, "--scaling", help="Run one process first as the reference: the result gets scaling efficiency."),
     submit: bool = typer.Option(False, "--submit", help="Submit the script with sbatch."),
     wait: bool = typer.Option(False, "--wait", help="With --submit: follow the job's log until it ends (Ctrl-C cancels it)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the script; write and submit nothing."),
+    harness: dict = None,
 ):
-    from dnnbench.runs.launch import RunOptions
     from dnnbench.runs.slurm import SlurmOptions, slurm_command
     opts = RunOptions(workload=workload, data=data, runtime=runtime, image=image, base=base, results=results,
-                      run_id=run_id, batch_size=batch_size, number=number, repeat=repeat, warmup=warmup, amp=amp,
-                      channels_last=channels_last, workers=workers, extra=list(ctx.args))
+                      run_id=run_id, extra=list(ctx.args), **harness)
     raise typer.Exit(slurm_command(SlurmOptions(
         run=opts, nodes=nodes, gpus_per_node=gpus_per_node, nproc_per_node=nproc_per_node, partition=partition,
         time=time_limit, account=account, cpus_per_task=cpus_per_task, sbatch_args=sbatch_arg, setup=setup,

@@ -11,52 +11,17 @@ import os
 import re
 import secrets
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from dnnbench.runs import gpus as gpus_mod
 from dnnbench.runs import plan as plan_mod
+from dnnbench.runs.options import PROFILERS, RUNTIME_ALIASES, RunOptions, harness_values
+from dnnbench.workloads.options import AMP
 from dnnbench.console import err, info, out
 from dnnbench.errors import DnnbenchError
 
-RUNTIME_ALIASES = {"docker": "docker", "singularity": "singularity", "apptainer": "singularity", "host": "host"}
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,100}$")
 EXIT_TIMEOUT = 124
-
-
-@dataclass
-class RunOptions:
-    workload: str
-    data: Path | None = None
-    gpus: str | None = None
-    nproc: int | None = None
-    runtime: str = "docker"
-    image: str | None = None
-    base: str | None = None
-    build: bool | None = None
-    results: Path = Path("results")
-    run_id: str | None = None
-    timeout: float | None = None
-    dry_run: bool = False
-    quiet: bool = False
-    # harness options; None means the workload's default
-    batch_size: int | None = None
-    number: int | None = None
-    repeat: int | None = None
-    warmup: int | None = None
-    start_iter: int | None = None
-    stop_iter: int | None = None
-    amp: str | None = None
-    channels_last: bool = False
-    compile: bool = False
-    workers: int | None = None
-    seed: int | None = None
-    extra: list[str] = field(default_factory=list)
-    profile: str | None = None        # ncu | nsys | torch | nvprof | rocprof
-    cool_down: float | None = None    # seconds at most to wait for the GPUs to cool first
-    cpuset: str | None = None
-    memory: str | None = None
-    run_dir: Path | None = None       # suites: the folder, when it is not RESULTS/<run-id>
 
 
 def check_workload(name: str) -> tuple[str, str | None]:
@@ -100,15 +65,12 @@ def check_options(opts: RunOptions) -> None:
         raise DnnbenchError(str(exc)) from None
     if opts.nproc is not None and opts.nproc < 1:
         raise DnnbenchError("--nproc must be at least 1")
-    if opts.amp not in (None, "none", "fp16", "bf16"):
+    if opts.amp not in (None, *AMP):
         raise DnnbenchError(f"--amp {opts.amp!r}: choose fp16, bf16 or none")
     if opts.timeout is not None and opts.timeout <= 0:
         raise DnnbenchError("--timeout must be positive (seconds)")
     if opts.run_id is not None and not _RUN_ID.match(opts.run_id):
         raise DnnbenchError(f"--run-id {opts.run_id!r}: use letters, digits, '.', '_' and '-'")
-
-
-PROFILERS = ("ncu", "nsys", "torch", "nvprof", "rocprof")
 
 
 def check_profile(profile: str | None, gpu_ids: list[str] | None, img) -> str | None:
@@ -160,21 +122,10 @@ def make_run_dir(results: Path, run_id: str, dry_run: bool, run_dir: Path | None
 
 
 def harness_args(opts: RunOptions, *, data_in: str | None, results_in: str, run_id: str, device: str) -> list[str]:
+    from dnnbench.workloads import options
     args = ["--results", results_in, "--run-id", run_id, "--device", device]
     args += ["--data", data_in] if data_in else ["--synthetic"]
-    for name in ("batch_size", "number", "repeat", "warmup", "start_iter", "stop_iter", "workers", "seed"):
-        value = getattr(opts, name)
-        if value is not None:
-            args += [f"--{name.replace('_', '-')}", str(value)]
-    if opts.amp and opts.amp != "none":
-        args += ["--amp", opts.amp]
-    if opts.channels_last:
-        args.append("--channels-last")
-    if opts.compile:
-        args.append("--compile")
-    if opts.cool_down:
-        args += ["--cool-down", f"{opts.cool_down:g}"]
-    return args + list(opts.extra)
+    return args + options.argv(harness_values(opts)) + list(opts.extra)
 
 
 def entry_argv(python: str, workload: str, nproc: int) -> list[str]:

@@ -11,11 +11,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dnnbench.errors import DnnbenchError, EngineUnavailable
+from dnnbench.workloads.options import HOST_OPTIONS
 
 JOB_KEYS = {"name", "workload", "batch_size", "amp", "repeats", "timeout", "gpus", "nproc", "parallel", "data",
             "options", "extra", "image", "base", "runtime"}
-OPTION_KEYS = {"number", "repeat", "warmup", "workers", "channels_last", "compile", "seed", "start_iter",
-               "stop_iter"}
+# harness options a job sets under `options:`; batch_size and amp are job keys of their own (sweeps)
+OPTION_KEYS = {o.name for o in HOST_OPTIONS} - {"batch_size", "amp"}
 FINAL = {"ok", "nan", "oom", "error", "timeout"}   # an interrupted run is redone on --resume
 
 
@@ -139,7 +140,7 @@ def _options(run: Run, *, results: Path, run_id: str, overrides: dict, gpus: str
              cpuset: str | None = None, memory: str | None = None):
     """RunOptions for one run; its folder is results/<run_id> (job/rN[/copy]), its id a slug of it
     with the suite's name (container names must be unique)."""
-    from dnnbench.runs.launch import RunOptions
+    from dnnbench.runs.options import RunOptions
     spec, opts = run.spec, run.spec["options"]
     data = spec.get("data")
     return RunOptions(
@@ -148,11 +149,8 @@ def _options(run: Run, *, results: Path, run_id: str, overrides: dict, gpus: str
         image=overrides.get("image") or spec.get("image"), base=overrides.get("base") or spec.get("base"),
         build=False, results=results, run_id=f"{results.name}.{run_id}".replace("/", "."),
         run_dir=results / run_id, timeout=spec.get("timeout"), quiet=True,
-        batch_size=run.batch_size, amp=run.amp, number=opts.get("number"), repeat=opts.get("repeat"),
-        warmup=opts.get("warmup"), workers=opts.get("workers"), seed=opts.get("seed"),
-        start_iter=opts.get("start_iter"), stop_iter=opts.get("stop_iter"),
-        channels_last=bool(opts.get("channels_last")), compile=bool(opts.get("compile")),
-        extra=[str(x) for x in spec.get("extra") or []], cpuset=cpuset, memory=memory)
+        batch_size=run.batch_size, amp=run.amp, extra=[str(x) for x in spec.get("extra") or []],
+        cpuset=cpuset, memory=memory, **{key: opts.get(key) for key in OPTION_KEYS})
 
 
 def _cpu_shares(copies: int) -> list[str]:

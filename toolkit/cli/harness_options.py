@@ -1,0 +1,57 @@
+"""Typer options built from the harness option table (dnnbench.workloads.options), so `run`,
+`slurm` and the container's argparse can never disagree on a name, type, choice or help."""
+from __future__ import annotations
+
+import functools
+import inspect
+from enum import Enum
+from typing import Optional
+
+import typer
+
+from dnnbench.workloads.options import HOST_OPTIONS
+
+
+def choice(name: str, values) -> type[Enum]:
+    """A typer choice type: validation, --help and completion list the values."""
+    return Enum(name, {v.replace("-", "_"): v for v in values}, type=str)
+
+
+def plain(value):
+    """An Enum choice back to the string the rest of dnnbench uses."""
+    return value.value if isinstance(value, Enum) else value
+
+
+def _sentence(text: str) -> str:
+    first = text.split(" ", 1)[0]
+    return (text[:1].upper() + text[1:] if first.isalpha() else text) + "."
+
+
+def _parameter(option) -> inspect.Parameter:
+    if option.kind is bool:
+        info = typer.Option(False, option.flag, help=_sentence(option.short))
+        annotation = bool
+    else:
+        info = typer.Option(None, option.flag, help=_sentence(option.short), metavar=option.metavar)
+        kind = choice(option.name, option.choices) if option.choices else option.kind
+        annotation = Optional[kind]
+    return inspect.Parameter(option.name, inspect.Parameter.KEYWORD_ONLY, default=info, annotation=annotation)
+
+
+def with_harness_options(names: tuple[str, ...] | None = None):
+    """Add the harness options (all host ones, or `names`) to a command; the command receives
+    them together as `harness={name: value}`."""
+    chosen = [o for o in HOST_OPTIONS if names is None or o.name in names]
+
+    def wrap(command):
+        sig = inspect.signature(command)
+        own = [p for p in sig.parameters.values() if p.name != "harness"]
+        params = own + [_parameter(o) for o in chosen]
+
+        @functools.wraps(command)
+        def wrapper(*args, **kwargs):
+            harness = {o.name: plain(kwargs.pop(o.name)) for o in chosen}
+            return command(*args, harness=harness, **{k: plain(v) for k, v in kwargs.items()})
+        wrapper.__signature__ = sig.replace(parameters=params)
+        return wrapper
+    return wrap
