@@ -206,6 +206,7 @@ class BertMLM(Workload):
 
         class Bert(nn.Module):
             def __init__(self):
+                import torch
                 super(Bert, self).__init__()
                 self.word = nn.Embedding(vocab, d)
                 self.pos = nn.Embedding(positions, d)
@@ -217,7 +218,7 @@ class BertMLM(Workload):
                 self.nsp = nn.Linear(d, 2)
                 self.transform = nn.Linear(d, d)
                 self.transform_norm = nn.LayerNorm(d, eps=1e-12)
-                self.decoder_bias = nn.Parameter(_zeros(vocab))
+                self.decoder_bias = nn.Parameter(torch.zeros(vocab))
                 for table in (self.word, self.pos, self.types):   # BERT's initializer_range; N(0, 1) tables
                     nn.init.normal_(table.weight, 0.0, 0.02)      # would start the tied decoder at a huge loss
 
@@ -253,11 +254,6 @@ class BertMLM(Workload):
         logits, nsp = model(inputs, token_types)
         mlm = F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), labels.reshape(-1), ignore_index=-100)
         return mlm + F.cross_entropy(nsp.float(), next_sentence)
-
-
-def _zeros(n):
-    import torch
-    return torch.zeros(n)
 
 
 def _layer_kwargs(cls, activation, eps):
