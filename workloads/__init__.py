@@ -58,8 +58,8 @@ WORKLOADS = {
         "detection", "SSD300", "coco", "images",
         "Liu et al. 2016, SSD300 with a VGG-16 backbone: torchvision ssd300_vgg16; COCO 2017, 300x300, "
         "91 classes", 35641826,
-        "NOT MLPerf's SSD (ResNet-34 backbone, 300x300 in v0.5-0.6, 1200x1200 in v0.7): not comparable with "
-        "MLPerf SSD numbers; random init (no ImageNet backbone); SGD momentum 0.9 at lr 1e-4, no schedule; real data: images "
+        "NOT MLPerf Training's SSD (a ResNet-34 backbone at 300x300, until RetinaNet replaced it; the "
+        "1200x1200 SSD-ResNet34 is MLPerf Inference's): not comparable with MLPerf SSD numbers; random init (no ImageNet backbone); SGD momentum 0.9 at lr 1e-4, no schedule; real data: images "
         "squashed to a square, no SSD crop/expand augmentation"),
     "maskrcnn": Spec(
         "detection", "MaskRCNN", "coco", "images",
