@@ -59,8 +59,9 @@ WORKLOADS = {
         "Liu et al. 2016, SSD300 with a VGG-16 backbone: torchvision ssd300_vgg16; COCO 2017, 300x300, "
         "91 classes", 35641826,
         "NOT MLPerf Training's SSD (a ResNet-34 backbone at 300x300, until RetinaNet replaced it; the "
-        "1200x1200 SSD-ResNet34 is MLPerf Inference's): not comparable with MLPerf SSD numbers; random init (no ImageNet backbone); SGD momentum 0.9 at lr 1e-4, no schedule; real data: images "
-        "squashed to a square, no SSD crop/expand augmentation"),
+        "1200x1200 SSD-ResNet34 is MLPerf Inference's): not comparable with MLPerf SSD numbers; random "
+        "init (no ImageNet backbone); SGD momentum 0.9 at lr 1e-4, no schedule; real data: images squashed "
+        "to a square, no SSD crop/expand augmentation"),
     "maskrcnn": Spec(
         "detection", "MaskRCNN", "coco", "images",
         "He et al. 2017, Mask R-CNN ResNet-50-FPN: torchvision maskrcnn_resnet50_fpn; COCO 2017, 91 classes "
