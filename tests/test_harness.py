@@ -22,7 +22,7 @@ def _run(name, tmp_path, *extra):
     return res, data
 
 
-@pytest.mark.parametrize("name", sorted(n for n in WORKLOADS if WORKLOADS[n][2] != "imagenet" or n in ("resnet18", "inception_v3", "mobilenet_v3", "vit_b_16", "vgg16", "resnet50", "dcgan", "vae")))
+@pytest.mark.parametrize("name", sorted(n for n in WORKLOADS if WORKLOADS[n].data_kind != "imagenet" or n in ("resnet18", "inception_v3", "mobilenet_v3", "vit_b_16", "vgg16", "resnet50", "dcgan", "vae")))
 def test_workload_trains_on_cpu_synthetic(name, tmp_path):
     if name == "loader":
         pytest.skip("loader has no synthetic mode: tested with real data below")

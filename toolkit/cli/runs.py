@@ -115,16 +115,20 @@ def slurm(
 
 
 def workloads():
-    """List the workloads, their dataset layout and unit."""
+    """List the workloads: dataset layout, unit, the reference each follows, its parameters and how it differs."""
+    from rich.markup import escape
     from rich.table import Table
 
-    from dnnbench.workloads import WORKLOADS
     from dnnbench.console import out
-    table = Table(title="workloads")
-    for col in ("workload", "real data (--data layout)", "unit"):
-        table.add_column(col)
-    for name, (_, _, kind, unit) in sorted(WORKLOADS.items()):
-        table.add_row(name, kind or "synthetic only", f"{unit}/s")
+    from dnnbench.workloads import WORKLOADS
+    table = Table(title="workloads", show_lines=True)
+    for col, kw in (("workload", {"no_wrap": True}), ("--data", {"no_wrap": True}), ("unit", {"no_wrap": True}),
+                    ("M params", {"no_wrap": True, "justify": "right"}),
+                    ("reference (paper or code, config, data)", {"ratio": 1}), ("differs", {"ratio": 1})):
+        table.add_column(col, **kw)
+    for name, spec in sorted(WORKLOADS.items()):
+        table.add_row(name, spec.data_kind or "synthetic", f"{spec.unit}/s",
+                      f"{spec.params_m:.2f}" if spec.params > 1 else "-", escape(spec.reference), escape(spec.differs))
     out.print(table)
 
 

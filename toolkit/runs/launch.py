@@ -30,7 +30,7 @@ def check_workload(name: str) -> tuple[str, str | None]:
         close = difflib.get_close_matches(name, list(WORKLOADS), n=3, cutoff=0.5)
         hint = f"; did you mean {', '.join(close)}?" if close else f"; known: {', '.join(sorted(WORKLOADS))}"
         raise DnnbenchError(f"unknown workload {name!r}{hint}")
-    return name, WORKLOADS[name][2]
+    return name, WORKLOADS[name].data_kind
 
 
 def check_data(data: Path | None, workload: str, kind: str | None) -> Path | None:

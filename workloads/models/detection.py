@@ -68,12 +68,31 @@ class SSD300(Detector):
 
 
 class MaskRCNN(Detector):
+    """torchvision's maskrcnn_resnet50_fpn without pretrained weights, which makes torchvision train
+    every layer with plain BatchNorm (44,454,513 parameters). --reference-setup builds the model that
+    torchvision's reference training and MLPerf use instead: FrozenBatchNorm2d and the stem + layer1
+    frozen (trainable_backbone_layers=3), 44,401,393 parameters as torchvision publishes."""
+
     name, description = "maskrcnn", "Mask R-CNN ResNet-50 FPN (torchvision), COCO"
     default_batch_size = 4
     masks = True
     image_size = 800
 
+    def add_args(self, parser):
+        super(MaskRCNN, self).add_args(parser)
+        parser.add_argument("--reference-setup", action="store_true",
+                            help="FrozenBatchNorm and stem + layer1 frozen, as torchvision's reference "
+                                 "training and MLPerf (default: everything trainable)")
+
     def build(self, args):
         from torchvision.models import detection
-        return compat.call_model(detection.maskrcnn_resnet50_fpn, num_classes=self.num_classes,
-                                 min_size=args.image_size, max_size=args.image_size)
+        if not getattr(args, "reference_setup", False):
+            return compat.call_model(detection.maskrcnn_resnet50_fpn, num_classes=self.num_classes,
+                                     min_size=args.image_size, max_size=args.image_size)
+        # maskrcnn_resnet50_fpn ignores trainable_backbone_layers without pretrained weights: build it by hand
+        from torchvision.models.detection.backbone_utils import resnet_fpn_backbone
+        from torchvision.ops.misc import FrozenBatchNorm2d
+        backbone = compat.call_model(resnet_fpn_backbone, backbone_name="resnet50", norm_layer=FrozenBatchNorm2d,
+                                     trainable_layers=3)
+        return detection.MaskRCNN(backbone, num_classes=self.num_classes,
+                                  min_size=args.image_size, max_size=args.image_size)

@@ -1,4 +1,4 @@
-"""Recommendation: Neural Collaborative Filtering (NeuMF), MovieLens-20M sized."""
+"""Recommendation: Neural Collaborative Filtering (NeuMF) as MLPerf v0.5/v0.6 runs it, MovieLens-20M sized."""
 import os
 
 from ..harness import Workload
@@ -16,19 +16,27 @@ class NCF(Workload):
     def add_args(self, parser):
         parser.add_argument("--users", type=int, default=138493)
         parser.add_argument("--items", type=int, default=26744)
-        parser.add_argument("--factors", type=int, default=64)
+        parser.add_argument("--factors", type=int, default=64, help="GMF embedding size")
+        parser.add_argument("--layers", type=int, nargs="+", default=[256, 256, 128, 64],
+                            help="MLP sizes; the first is the two MLP embeddings together")
 
     def build(self, args):
+        """MLPerf v0.5/v0.6 NCF (recommendation/pytorch/neumf.py): GMF embeddings of --factors, MLP
+        embeddings of layers[0] / 2 each, ReLU MLP layers[0] -> ... -> layers[-1], one logit from
+        [GMF, MLP]. With the ml-20m defaults: 31,832,577 parameters."""
         import torch.nn as nn
-        f = args.factors
+        f, sizes = args.factors, args.layers
 
         class NeuMF(nn.Module):
             def __init__(self):
                 super(NeuMF, self).__init__()
                 self.gu, self.gi = nn.Embedding(args.users, f), nn.Embedding(args.items, f)
-                self.mu, self.mi = nn.Embedding(args.users, 2 * f), nn.Embedding(args.items, 2 * f)
-                self.mlp = nn.Sequential(nn.Linear(4 * f, 2 * f), nn.ReLU(), nn.Linear(2 * f, f), nn.ReLU())
-                self.out = nn.Linear(2 * f, 1)
+                self.mu, self.mi = nn.Embedding(args.users, sizes[0] // 2), nn.Embedding(args.items, sizes[0] // 2)
+                mlp = []
+                for a, b in zip(sizes[:-1], sizes[1:]):
+                    mlp += [nn.Linear(a, b), nn.ReLU()]
+                self.mlp = nn.Sequential(*mlp)
+                self.out = nn.Linear(f + sizes[-1], 1)
 
             def forward(self, u, i):
                 import torch
