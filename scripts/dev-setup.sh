@@ -5,6 +5,11 @@
 # Idempotent and cached: a second run takes seconds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Root is needed (apt, dockerd, debootstrap): a user with sudo gets it through sudo.
+if [ "$(id -u)" != 0 ]; then
+  command -v sudo >/dev/null || { echo "$(basename "$0"): run as root (sudo is not installed)" >&2; exit 1; }
+  exec sudo -E bash "$0" "$@"
+fi
 log() { printf '[dev-setup] %s\n' "$*"; }
 
 bash scripts/setup-engines.sh
@@ -20,6 +25,7 @@ fi
 TORCH=${DNNBENCH_TEST_TORCH:-torch==2.14.1 torchvision==0.29.1}
 log "installing $TORCH and dnnbench[torch,test,telemetry] into .venv"
 .venv/bin/python -m pip install -q --upgrade pip 2>&1 | grep -v 'is ignored' || true
-.venv/bin/python -m pip install -q $TORCH -e '.[torch,test,telemetry]' 2>&1 | grep -v 'is ignored' || true
+# PYTHONWARNINGS: setuptools' notes on editable installs are for package authors, not for this set-up
+PYTHONWARNINGS=ignore .venv/bin/python -m pip install -q $TORCH -e '.[torch,test,telemetry]' 2>&1 | grep -v 'is ignored' || true
 .venv/bin/python -c 'import dnnbench, torch, torchvision; print("[dev-setup] dnnbench", dnnbench.__version__, "torch", torch.__version__)'
 bash scripts/make-test-base.sh

@@ -54,7 +54,7 @@ def test_script_for_cpu_on_the_nodes_python(tmp_path):
 @pytest.mark.parametrize("args, fragments", [
     (["--time", "1h"], ["--time '1h'"]),
     (["--gpus-per-node", "2", "--nproc-per-node", "2"], ["--nproc-per-node is for CPU runs"]),
-    (["--runtime", "docker"], ["singularity (apptainer) or host"]),
+    (["--runtime", "docker"], ["'docker' is not one of 'singularity', 'apptainer', 'host'"]),
     (["--wait"], ["--wait goes with --submit"]),
     (["--partition", "a b"], ["--partition 'a b'"]),
     (["--sbatch-arg", "qos=high"], ["--sbatch-arg=--qos=high"]),

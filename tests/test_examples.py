@@ -1,0 +1,84 @@
+"""Examples are promises: every `dnnbench ...` example in the README and in the CLI's own help
+texts runs here, as written, on stand-ins for what this machine lacks: small ILSVRC archives
+for `~/downloads`, a fake ImageNet for `/imagenet`, and `--dry-run` where the example needs a
+GPU, a registry or a cluster."""
+from __future__ import annotations
+
+import re
+import shlex
+
+import pytest
+
+from tests import ilsvrc
+from tests.helpers import ROOT, dnnbench
+
+NEEDS_DRY_RUN = {"run", "slurm", "build"}
+
+
+def readme_examples() -> list[str]:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    found = []
+    for block in re.findall(r"```bash\n(.*?)```", text, flags=re.S):
+        for line in block.replace("\\\n", " ").splitlines():
+            line = line.split("  #")[0].strip()
+            # syntax summaries (`dnnbench run WORKLOAD [--data DIR ...]`) are not examples
+            if line.startswith("dnnbench ") and "[" not in line and "WORKLOAD" not in line:
+                found.append(" ".join(line.split()))
+    return found
+
+
+def help_examples() -> list[str]:
+    from dnnbench.cli import app, runs
+    texts = [runs.RUN_HELP, runs.SLURM_HELP, app.info.help]
+    found = []
+    for text in texts:
+        found += [m.strip() for m in re.findall(r"^\s+(dnnbench [^(\n]+)", text, flags=re.M)]
+        found += re.findall(r"`(dnnbench [^`]+)`", text)
+    return [" ".join(f.split()) for f in found]
+
+
+def test_the_examples_are_found():
+    assert len(readme_examples()) >= 8
+    assert len(help_examples()) >= 7
+
+
+@pytest.fixture(scope="module")
+def stand_ins(tmp_path_factory):
+    """What the examples' paths name, made small and real."""
+    root = tmp_path_factory.mktemp("examples")
+    downloads = root / "downloads"
+    downloads.mkdir()
+    ilsvrc.make(downloads)
+    fake = root / "imagenet"
+    dnnbench("data", "fake", "imagenet", "--to", fake, "--images", 16, "--classes", 2, "--size", 32, check=0)
+    results = root / "results"
+    run = dnnbench("run", "resnet18", "--runtime", "host", "--results", results, "--run-id", "example",
+                   "--batch-size", 2, "--number", 1, "--repeat", 1, "--warmup", 0, "--profile", "torch", "-q",
+                   cwd=root, check=0, timeout=900)
+    assert run.returncode == 0
+    return {"~/downloads": str(downloads), "/data/imagenet": str(root / "prepared"), "/imagenet": str(fake),
+            "results/<run-id>": str(results / "example"), "results/": str(results) + "/"}
+
+
+def _as_run_here(example: str, stand_ins: dict, tmp_path) -> list[str]:
+    pattern = "|".join(re.escape(p) for p in sorted(stand_ins, key=len, reverse=True))
+    example = re.sub(pattern, lambda m: stand_ins[m.group(0)], example)   # one pass: no nested replacing
+    argv = shlex.split(example)[1:]
+    if argv[0] in NEEDS_DRY_RUN and "--dry-run" not in argv:
+        argv.append("--dry-run")
+    if argv[0] in ("run", "slurm") and "--results" not in argv:
+        argv += ["--results", str(tmp_path)]
+    return argv
+
+
+@pytest.mark.parametrize("source", ["readme", "help"])
+def test_every_example_runs(source, stand_ins, tmp_path):
+    examples = readme_examples() if source == "readme" else help_examples()
+    failures = []
+    for example in examples:     # in order: `data prepare` comes before the `data verify` of its output
+        argv = _as_run_here(example, stand_ins, tmp_path)
+        res = dnnbench(*argv, cwd=tmp_path, timeout=600)
+        ok = res.returncode == 0 or (argv[0] == "doctor" and res.returncode == 1)
+        if not ok or "Traceback" in res.stderr:
+            failures.append(f"{example}\n  -> exit {res.returncode}: {res.stderr.strip()[-400:]}")
+    assert not failures, "\n".join(failures)
