@@ -417,6 +417,16 @@ def test_real_nvprof_without_type_column():
     assert units_row["kernel_names"] == 0 and units_row["memcpy_memset_ns"] == pytest.approx(3840.0)
 
 
+def test_real_nvprof_gpu_summary_with_type_column():
+    """`nvprof --print-gpu-summary --csv` (CUDA 10 era, RTX 2080 Ti): `Type` column, a `us` units row."""
+    out = profiles.nvprof_summary(_read("nvprof-cuda10-gpu-summary-type-2080ti.csv"))
+    assert out["kernel_names"] == 3 and out["memcpy_memset_ns"] == 0
+    top = out["kernels"][0]
+    assert top["name"] == "volta_sgemm_128x64_nn" and top["instances"] == 510
+    assert top["total_ns"] == pytest.approx(6659683.0)                                    # 6659.683 us
+    assert top["time_pct"] == pytest.approx(100 * 6659.683 / (6659.683 + 1849.837 + 1737.670), abs=0.001)   # 64.990 %
+
+
 def test_nvprof_parent_process_file_is_skipped_not_a_warning(tmp_path):
     (tmp_path / "profile").mkdir()
     (tmp_path / "profile" / "nvprof-100.csv").write_text("==100== NVPROF is profiling process 100, command: torchrun\n"
