@@ -385,6 +385,20 @@ def test_real_rocprof_stats(name, top, pct, n):
     assert out["kernels"][0]["time_pct"] == pytest.approx(pct, abs=0.001)
 
 
+def test_real_rocprof_barrier_packets_from_pytorch_rccl_are_not_kernels():
+    """A real PyTorch + RCCL/MSCCL file (MI300-class, ISA942) whose top row is `<barrier packet>`
+    (35.8 % in the file's own Percentage column): left out, shares recomputed over kernels."""
+    text = _read("rocprof-v1-pytorch-rccl-barrier.stats.csv")
+    assert '"<barrier packet>",85112,' in text
+    out = profiles.rocprof_summary(text)
+    assert out["kernel_names"] == 14 and all(not k["name"].startswith("<") for k in out["kernels"])
+    top = out["kernels"][0]
+    assert top["name"].startswith("void at::native::indexFuncLargeIndex<c10::BFloat16") and top["instances"] == 107520
+    assert top["time_pct"] == pytest.approx(100 * 51373453408 / 191184272160, abs=0.001)        # 26.871 %, not 12.85
+    nccl = next(k for k in out["kernels"] if k["name"].startswith("ncclDevKernel_Generic"))
+    assert nccl["time_pct"] == pytest.approx(9.883, abs=0.001)
+
+
 def test_rocprof_barrier_packets_and_its_percentage_column_are_not_used():
     """rocprof v1 lists `<barrier packet>` rows (PyTorch+RCCL); its Percentage counts them. A real
     file with one such row added (the row is the only synthetic part)."""
@@ -401,6 +415,16 @@ def test_real_nvprof_without_type_column():
     assert out["memcpy_memset_ns"] == pytest.approx((542.36 + 117.72) * 1e6)
     units_row = profiles.nvprof_summary(_read("nvprof-no-type-units-row.log"))   # quoted header, a units row
     assert units_row["kernel_names"] == 0 and units_row["memcpy_memset_ns"] == pytest.approx(3840.0)
+
+
+def test_real_nvprof_gpu_summary_with_type_column():
+    """`nvprof --print-gpu-summary --csv` (CUDA 10 era, RTX 2080 Ti): `Type` column, a `us` units row."""
+    out = profiles.nvprof_summary(_read("nvprof-cuda10-gpu-summary-type-2080ti.csv"))
+    assert out["kernel_names"] == 3 and out["memcpy_memset_ns"] == 0
+    top = out["kernels"][0]
+    assert top["name"] == "volta_sgemm_128x64_nn" and top["instances"] == 510
+    assert top["total_ns"] == pytest.approx(6659683.0)                                    # 6659.683 us
+    assert top["time_pct"] == pytest.approx(100 * 6659.683 / (6659.683 + 1849.837 + 1737.670), abs=0.001)   # 64.990 %
 
 
 def test_nvprof_parent_process_file_is_skipped_not_a_warning(tmp_path):
