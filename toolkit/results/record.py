@@ -4,6 +4,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from pathlib import Path
 
+from dnnbench.console import number
 from dnnbench.workloads import schema
 
 
@@ -52,10 +53,6 @@ def finalize(run_dir: Path, *, plan: dict, outcome, command: str, log_tail: list
     return data
 
 
-def _fmt(value, digits=1) -> str:
-    return "-" if value is None else f"{value:,.{digits}f}"
-
-
 def gpu_model(data: dict) -> str:
     gpus = (data.get("system") or {}).get("gpus") or []
     return ", ".join(sorted({g.get("name", "?") for g in gpus})) or "CPU"
@@ -80,8 +77,8 @@ def summary_table(results: list[tuple[Path, dict]]):
         status = data.get("status", "?")
         colour = "green" if status == "ok" else "red"
         table.add_row(data.get("workload", "?"), f"[{colour}]{status}[/]",
-                      f"{_fmt(tp.get('mean'))} {data.get('unit', '')}", _fmt(tp.get("sd")),
-                      _fmt(per.get("mean")), str(opts.get("batch_size", "-")), str(opts.get("amp", "-")),
+                      f"{number(tp.get('mean'))} {data.get('unit', '')}", number(tp.get("sd")),
+                      number(per.get("mean")), str(opts.get("batch_size", "-")), str(opts.get("amp", "-")),
                       gpu_name(data))
     return table
 
