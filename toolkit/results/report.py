@@ -235,12 +235,12 @@ def render(table: list[dict], fmt: str, *, total_score: float | None, with_basel
     if fmt == "table":
         from rich.table import Table
 
-        from dnnbench.console import out
+        from dnnbench.console import escape, out
         t = Table(title="dnnbench report (total throughput per run; mean, sd over runs)")
         for k, h in cols:
             t.add_column(h, justify="left" if k in ("system", "job", "unit") else "right", overflow="fold")
         for r in table:
-            t.add_row(*[cell(r, k) for k, _ in cols])
+            t.add_row(*[escape(cell(r, k)) for k, _ in cols])
         out.print(t)
         if total_score is not None:
             out.print(f"score (weighted geometric mean of mean/target): {total_score:.3f}")
@@ -327,15 +327,15 @@ def _write(path: Path, text: str) -> None:
 def compare_command(a: Path, b: Path) -> None:
     from rich.table import Table
 
-    from dnnbench.console import out
+    from dnnbench.console import escape, out
     ja = {n: j for (_, n), j in collect([a], system="A").items()}
     jb = {n: j for (_, n), j in collect([b], system="B").items()}
-    t = Table(title=f"A = {a}   B = {b}   (mean total throughput)")
+    t = Table(title=escape(f"A = {a}   B = {b}   (mean total throughput)"))
     for h in ("job", "A", "sd% A", "B", "sd% B", "B/A"):
         t.add_column(h, justify="left" if h == "job" else "right")
     for name in sorted(set(ja) | set(jb)):
         x, y = ja.get(name), jb.get(name)
         ratio = y.mean / x.mean if x and y and x.mean and y.mean else None
-        t.add_row(name, _fmt(x.mean if x else None), _fmt(x.sd_pct if x else None),
+        t.add_row(escape(name), _fmt(x.mean if x else None), _fmt(x.sd_pct if x else None),
                   _fmt(y.mean if y else None), _fmt(y.sd_pct if y else None), _fmt(ratio, 3))
     out.print(t)
