@@ -13,6 +13,9 @@ def verify_command(path: Path, kind: str, deep: bool) -> int:
 
     if kind not in data_mod.KINDS:
         raise DnnbenchError(f"unknown dataset kind {kind!r}: choose {', '.join(data_mod.KINDS)}")
+    if deep and kind in ("imagenet", "coco"):
+        from dnnbench.datasets.fake import need_pillow
+        need_pillow("--deep opens every image")
     with err.status(escape(f"checking {path} as {kind}{' (opening every image)' if deep else ''}")):
         found = data_mod.problems(str(path), kind, deep=deep)
     if found:

@@ -226,6 +226,9 @@ def build_plan(opts: RunOptions) -> plan_mod.RunPlan:
     if runtime == "docker":
         env["HOME"] = "/tmp"   # the run's uid may have no home in the image
     mounts = run_mounts(data, run_dir) if contained else []
+    if runtime == "singularity":
+        for mount in mounts:
+            plan_mod.apptainer_bind(mount)    # refused now, before anything is written
     return plan_mod.RunPlan(
         runtime=runtime, workload=workload, run_id=run_id, run_dir=str(run_dir), image=img.ref, argv=argv,
         env=env, mounts=mounts, accelerator=img.accelerator, gpus=gpu_ids,

@@ -109,10 +109,11 @@ def _message(exc: ValidationError, known: tuple[str, ...]) -> tuple[str, str]:
         pool = known if len(loc) == 1 else OPTION_NAMES
         close = difflib.get_close_matches(loc[-1], pool, n=1)
         hint = f"; did you mean {close[0]}?" if close else f" ({', '.join(sorted(pool))})"
-        return key, f"unknown {'option' if len(loc) > 1 else 'key'} {field!r}{hint}"
+        return key, f"unknown {'option' if len(loc) > 1 else 'job key'} {field!r}{hint}"
     # the union branch pydantic tried (constrained-int, list[...]) is noise to a user
     path = ".".join(x for x in loc if not x.startswith(("constrained", "list[", "literal[", "function-")))
-    return key, f"{path}: {first['msg'].lower()}, got {_short(first.get('input'))}"
+    text = first["msg"].replace("Input should be", "must be", 1)
+    return key, f"{path} {text}, got {_short(first.get('input'))}"
 
 
 def check_job(job: dict, where) -> dict:
