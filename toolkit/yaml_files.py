@@ -27,10 +27,11 @@ def read_text(path: Path, what: str, max_bytes: int = MAX_BYTES) -> str:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError as exc:
         raise DnnbenchError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise DnnbenchError(f"{what} {path} is not a regular file")
     with os.fdopen(fd, "rb") as fh:
-        st = os.fstat(fh.fileno())
-        if not stat.S_ISREG(st.st_mode):
-            raise DnnbenchError(f"{what} {path} is not a regular file")
         if st.st_size > max_bytes:
             raise DnnbenchError(f"{what} {path} is {st.st_size} bytes; at most {max_bytes} are read")
         try:

@@ -200,10 +200,11 @@ def read(path):
     result.json would block forever, a device never end."""
     path = os.fspath(path)
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise ValueError("%s: not a regular file" % path)
     with os.fdopen(fd, "rb") as fh:
-        st = os.fstat(fh.fileno())
-        if not stat.S_ISREG(st.st_mode):
-            raise ValueError("%s: not a regular file" % path)
         if st.st_size > MAX_BYTES:
             raise ValueError("%s: %d bytes, more than a result holds (%d)" % (path, st.st_size, MAX_BYTES))
         raw = fh.read(MAX_BYTES + 1)
