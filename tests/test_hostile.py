@@ -143,6 +143,17 @@ def test_run_bad_numbers_and_host_options(box, args, fragment):
     clean(res, 2, fragment)
 
 
+@pytest.mark.parametrize("args,fragment", [
+    (["--base", "[/x]", "--dry-run"], "unknown base"), (["--image", "[/x]"], "--image"),
+    (["--image", "a@sha256:xyz", "--dry-run"], "--image"), (["--image", "UPPER:x"], "--image"),
+    (["--image", "a b", "--dry-run"], "--image"),
+])
+def test_run_bad_image_or_base(box, args, fragment):
+    res = dnnbench("run", "resnet18", "--results", box / "results", *args, cwd=box / "work",
+                   env={"DOCKER_HOST": "unix:///nonexistent"})
+    clean(res, 2, fragment)
+
+
 def _touch(path: Path) -> Path:
     path.write_text("")
     return path
@@ -690,6 +701,6 @@ def test_real_inception_v3_at_batch_1(box):
 def test_hostile_table_is_large_enough():
     """The issue asks for at least 150 hostile inputs and 20 faults."""
     inputs = (len(BAD_RUN_IDS) + 4 + len(BAD_TAGS) + 6 + 32 + 4 + 5 + 2 + 4 + len(SUITES) + 2
-              + len(BAD_RESULTS) + len(BAD_RESULTS[::4]) + 4 + 4 + 9 + 8 + 13 + len(COCO) + 11)
+              + len(BAD_RESULTS) + len(BAD_RESULTS[::4]) + 4 + 4 + 9 + 8 + 13 + len(COCO) + 11 + 5)
     faults = [name for name in globals() if name.startswith("test_fault_")]
     assert inputs >= 150 and len(faults) + len(SUITE_ESCAPES) - 1 >= 20, (inputs, len(faults))

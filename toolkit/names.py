@@ -59,6 +59,17 @@ _REGISTRY = re.compile(r"(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)(?:\.[A-Za-
 _TAG = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
 
 
+def image_ref(ref: str, what: str = "--image") -> str:
+    """`ref` when it is a valid image reference to run: repository[:tag][@digest]."""
+    name, at, digest = ref.partition("@") if isinstance(ref, str) else ("", "", "")
+    if at and not _DIGEST.fullmatch(digest):
+        raise DnnbenchError(f"{what} {ref!r} is not a valid image reference (name[:tag][@sha256:...])")
+    return image_tag(name, what) and ref
+
+
+_DIGEST = re.compile(r"[a-z0-9]+(?:[+._-][a-z0-9]+)*:[a-fA-F0-9]{32,}")
+
+
 def image_tag(ref: str, what: str = "image tag") -> str:
     """`ref` when it is a valid repository[:tag] to build into; else a DnnbenchError."""
     from docker.auth import split_repo_name

@@ -179,6 +179,11 @@ def resolve_image(opts: RunOptions, runtime: str):
     from dnnbench.containers import resolve as image
     if runtime == "host":
         return image.host()
+    if opts.image and runtime == "docker":
+        names.image_ref(opts.image)
+    if opts.base:
+        from dnnbench.containers import catalog
+        catalog.resolve(opts.base)     # an unknown base is refused in a dry run too
     if opts.dry_run:  # show the plan without touching an engine
         ref = opts.image or (f"dnnbench:{opts.base}" if opts.base else "<most recent dnnbench image>")
         return image.RunImage(ref=ref, base=opts.base, python="python3", accelerator="nvidia")
