@@ -20,6 +20,7 @@ import pytest
 
 from tests.helpers import ROOT, dnnbench
 
+TINY = ["--runtime", "host", "--batch-size", "2", "--warmup", "0", "--number", "1", "--repeat", "1", "-q"]
 NO_DAC = ["setpriv", "--bounding-set=-dac_override,-dac_read_search"]   # root, but bound by file modes
 
 
@@ -573,15 +574,16 @@ def test_fault_suite_cannot_remove_outside_results(box, text, fragment):
 def test_fault_suite_run_folder_linked_outside(box):
     """A run folder that is a link out of the suite's folder is neither followed nor removed."""
     path = box / "work" / "s.yaml"
-    path.write_text("name: s\njobs:\n  - workload: resnet18\n    runtime: host\n")
+    path.write_text("name: s\njobs:\n  - workload: resnet18\n    runtime: host\n    batch_size: 2\n"
+                    "    options: {warmup: 0, number: 1, repeat: 1}\n")
     (box / "results" / "s").mkdir()
-    os.symlink(box / "victim" / "resnet18", box / "results" / "s" / "resnet18")
+    os.symlink(box / "victim" / "resnet18", box / "results" / "s" / "resnet18-bs2")
     clean(dnnbench("suite", "run", path, "--results", box / "results", cwd=box / "work"), 2, "not inside")
 
 
 def test_fault_run_folder_linked_outside(box):
     os.symlink(box / "victim", box / "results" / "r1")
-    res = dnnbench("run", "resnet18", "--runtime", "host", "--results", box / "results", "--run-id", "r1")
+    res = dnnbench("run", "resnet18", "--results", box / "results", "--run-id", "r1", *TINY)
     clean(res, 2, "not inside")
 
 
@@ -677,12 +679,9 @@ def test_fault_prepare_marker_not_an_object(box):
 
 # --- a few real host runs -------------------------------------------------------------------
 
-TINY = ["--runtime", "host", "--warmup", "0", "--number", "1", "--repeat", "1", "-q"]
-
-
 def test_real_run_with_markup_in_paths(box):
     results = box / "results" / "[/x] :x:"
-    res = dnnbench("run", "resnet18", "--batch-size", "2", "--results", results, "--run-id", "r1", *TINY,
+    res = dnnbench("run", "resnet18", "--results", results, "--run-id", "r1", *TINY,
                    timeout=300)
     clean(res, 0, "[/x] :x:")
     assert json.loads((results / "r1" / "result.json").read_text())["status"] == "ok"
@@ -691,8 +690,8 @@ def test_real_run_with_markup_in_paths(box):
 
 def test_real_inception_v3_at_batch_1(box):
     """The TBD suite sweeps from 1: inception_v3 trains there without its aux head, and says so."""
-    res = dnnbench("run", "inception_v3", "--batch-size", "1", "--results", box / "results", "--run-id", "i1",
-                   *TINY, timeout=300)
+    res = dnnbench("run", "inception_v3", "--results", box / "results", "--run-id", "i1", *TINY,
+                   "--batch-size", "1", timeout=300)
     clean(res, 0)
     data = json.loads((box / "results" / "i1" / "result.json").read_text())
     assert data["status"] == "ok" and data["options"]["aux_logits"] is False
