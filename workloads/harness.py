@@ -263,6 +263,8 @@ def _train(workload, args, dist, result):
     result["options"]["device"] = device
 
     model = workload.build(args).to(device)
+    # what the workload decided while building (inception_v3 at batch 1: no aux head) is recorded
+    result["options"].update((k, v) for k, v in vars(args).items() if k not in result["options"])
     if args.channels_last and compat.channels_last() is not None:
         model = model.to(memory_format=torch.channels_last)
     if dist.enabled:

@@ -16,18 +16,21 @@ def report(
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write here instead of stdout."),
     plots: Optional[Path] = typer.Option(None, "--plots", help="Write PNG plots into this folder."),
     wide_csv: Optional[Path] = typer.Option(None, "--wide-csv", help="Also write a Lambda-style CSV (system x job)."),
+    strict: bool = typer.Option(False, "--strict", help="Fail (exit 2) when any result file is skipped as "
+                                                         "unreadable; without it each is named on stderr."),
 ):
     """Mean, sd, sd% and n per job from raw result files; against a baseline: diff %, pass/fail,
     and a score (weighted geometric mean of ratios). Exit 1 when a job fails its target."""
     from dnnbench.results.report import report_command
-    raise typer.Exit(report_command(results, fmt, baseline, weight, tolerance, output, plots, wide_csv))
+    raise typer.Exit(report_command(results, fmt, baseline, weight, tolerance, output, plots, wide_csv, strict))
 
 
 def compare(a: Path = typer.Argument(..., help="Results of machine/image A."),
-            b: Path = typer.Argument(..., help="Results of machine/image B.")):
+            b: Path = typer.Argument(..., help="Results of machine/image B."),
+            strict: bool = typer.Option(False, "--strict", help="Fail (exit 2) when any result file is skipped.")):
     """Two result sets side by side, job by job, with the ratio B/A."""
     from dnnbench.results.report import compare_command
-    compare_command(a, b)
+    compare_command(a, b, strict)
 
 
 profile_app = typer.Typer(help="Profiles: what --profile left in a run, as tables.", no_args_is_help=True)

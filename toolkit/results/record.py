@@ -66,6 +66,8 @@ def gpu_name(data: dict) -> str:
 def summary_table(results: list[tuple[Path, dict]]):
     from rich.table import Table
 
+    from dnnbench.console import escape
+
     table = Table(title="dnnbench results")
     for col, justify in (("workload", "left"), ("status", "left"), ("throughput", "right"), ("sd", "right"),
                          ("per GPU", "right"), ("batch", "right"), ("amp", "left"), ("device", "left")):
@@ -76,16 +78,16 @@ def summary_table(results: list[tuple[Path, dict]]):
         opts = data.get("options") or {}
         status = data.get("status", "?")
         colour = "green" if status == "ok" else "red"
-        table.add_row(data.get("workload", "?"), f"[{colour}]{status}[/]",
-                      f"{number(tp.get('mean'))} {data.get('unit', '')}", number(tp.get("sd")),
-                      number(per.get("mean")), str(opts.get("batch_size", "-")), str(opts.get("amp", "-")),
-                      gpu_name(data))
+        table.add_row(escape(data.get("workload", "?")), f"[{colour}]{escape(status)}[/]",
+                      escape(f"{number(tp.get('mean'))} {data.get('unit', '')}"), number(tp.get("sd")),
+                      number(per.get("mean")), escape(opts.get("batch_size", "-")), escape(opts.get("amp", "-")),
+                      escape(gpu_name(data)))
     return table
 
 
 def show_outcome(run_dir: Path, data: dict) -> None:
     """After a run: its summary row, and what went wrong when it did."""
-    from dnnbench.console import err, out
+    from dnnbench.console import err, escape, out
     out.print(summary_table([(run_dir, data)]))
     if data.get("status") != "ok":
-        err.print(f"[red]{data.get('status')}[/]: {data.get('message')}", soft_wrap=True)
+        err.print(f"[red]{escape(data.get('status'))}[/]: {escape(data.get('message'))}", soft_wrap=True)

@@ -51,18 +51,50 @@ class Job:
         return 100 * self.sd / self.mean if self.mean else None
 
 
-def find_results(paths: list[Path]) -> list[Path]:
+def find_results(paths: list[Path], skipped: list[tuple[str, str]] | None = None) -> list[Path]:
+    """Every result.json named or under the folders named (links to folders not followed, so a
+    link loop ends); folders that cannot be listed go to `skipped` as (path, why)."""
+    import os
     files: list[Path] = []
+    skipped = [] if skipped is None else skipped
     for p in paths:
-        if p.is_file():
-            files.append(p)
-        elif p.is_dir():
-            files.extend(sorted(p.rglob(schema.RESULT_FILE)))
+        if p.is_dir():
+            def unlisted(exc: OSError) -> None:
+                skipped.append((str(exc.filename or p), f"cannot list it: {exc.strerror or exc}"))
+            found = [Path(top) / schema.RESULT_FILE for top, dirs, names in os.walk(p, onerror=unlisted)
+                     if schema.RESULT_FILE in names or schema.RESULT_FILE in dirs]
+            files.extend(sorted(found))
+        elif os.path.lexists(p):
+            files.append(p)        # a file, or something read() refuses by name and reason
         else:
             raise DnnbenchError(f"{p} does not exist")
-    if not files:
+    if not files and not skipped:
         raise DnnbenchError(f"no {schema.RESULT_FILE} under {', '.join(map(str, paths))}")
     return files
+
+
+def read_results(paths: list[Path], strict: bool = False) -> list[tuple[Path, dict]]:
+    """The valid results under `paths`. Every file left out is named on stderr with why; with
+    `strict`, any left out is an error (so statistics never quietly miss a run)."""
+    from dnnbench.console import warn
+    skipped: list[tuple[str, str]] = []
+    results = []
+    for path in find_results(paths, skipped):
+        try:
+            results.append((path, schema.read(str(path))))
+        except ValueError as exc:
+            text = str(exc)
+            skipped.append((str(path), text[len(str(path)) + 2:] if text.startswith(f"{path}: ") else text))
+        except OSError as exc:
+            skipped.append((str(path), f"cannot read it: {exc.strerror or exc}"))
+    for path, why in skipped:
+        warn(f"skipped {path}: {why}")
+    if skipped and strict:
+        raise DnnbenchError(f"{len(skipped)} result file(s) skipped (named above) and --strict is set")
+    if not results:
+        raise DnnbenchError(f"no readable {schema.RESULT_FILE} under {', '.join(map(str, paths))}"
+                            + (f" ({len(skipped)} skipped, named above)" if skipped else ""))
+    return results
 
 
 def job_name(data: dict) -> str:
@@ -82,16 +114,10 @@ def rate(data: dict) -> float | None:
     return tp + sum(rate(c) or 0 for c in data.get("copies") or [])
 
 
-def collect(paths: list[Path], system: str | None = None) -> dict[tuple[str, str], Job]:
+def collect(paths: list[Path], system: str | None = None, strict: bool = False) -> dict[tuple[str, str], Job]:
     """Jobs keyed by (system, job); `system` overrides the label (e.g. for compare)."""
     jobs: dict[tuple[str, str], Job] = {}
-    problems = []
-    for path in find_results(paths):
-        try:
-            data = schema.read(str(path))
-        except (ValueError, OSError) as exc:
-            problems.append(str(exc))
-            continue
+    for path, data in read_results(paths, strict):
         if data.get("copy_of"):
             continue   # counted in its parallel run's combined result
         opts = data.get("options") or {}
@@ -109,23 +135,16 @@ def collect(paths: list[Path], system: str | None = None) -> dict[tuple[str, str
             job.rates.append(r)
             if (data.get("scaling") or {}).get("efficiency"):
                 job.efficiencies.append(data["scaling"]["efficiency"])
-    if not jobs:
-        raise DnnbenchError("no readable results: " + "; ".join(problems[:3]))
     return jobs
 
 
-def load_baseline(path: Path) -> dict[str, float]:
+def load_baseline(path: Path, strict: bool = False) -> dict[str, float]:
     """Targets per job: a YAML/JSON mapping {job: throughput} (or {job: {throughput: x}}), or a
     results folder whose job means become the targets."""
     if path.is_dir():
-        return {j.job: j.mean for j in collect([path]).values() if j.mean}
-    if not path.is_file():
-        raise DnnbenchError(f"baseline {path} does not exist")
-    import yaml
-    try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise DnnbenchError(f"baseline {path} is not valid YAML/JSON: {exc}") from None
+        return {j.job: j.mean for j in collect([path], strict=strict).values() if j.mean}
+    from dnnbench import yaml_files
+    data = yaml_files.load(path, "baseline")
     if isinstance(data, dict) and "targets" in data:
         data = data["targets"]
     if not isinstance(data, dict):
@@ -133,8 +152,8 @@ def load_baseline(path: Path) -> dict[str, float]:
     out = {}
     for job, value in data.items():
         value = value.get("throughput") if isinstance(value, dict) else value
-        if not isinstance(value, (int, float)) or value <= 0:
-            raise DnnbenchError(f"baseline {path}: job {job!r} needs a positive throughput, got {value!r}")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
+            raise DnnbenchError(f"baseline {path}: job {job!r} needs a finite positive throughput, got {value!r}")
         out[str(job)] = float(value)
     return out
 
@@ -147,8 +166,8 @@ def parse_weights(items: list[str]) -> dict[str, float]:
             weights[name] = float(value)
         except ValueError:
             raise DnnbenchError(f"--weight expects JOB=NUMBER, got {item!r}") from None
-        if not sep or weights[name] < 0:
-            raise DnnbenchError(f"--weight expects JOB=NUMBER >= 0, got {item!r}")
+        if not sep or not 0 <= weights[name] < math.inf:
+            raise DnnbenchError(f"--weight expects JOB=NUMBER, a finite number >= 0, got {item!r}")
     return weights
 
 
@@ -236,12 +255,12 @@ def render(table: list[dict], fmt: str, *, total_score: float | None, with_basel
     if fmt == "table":
         from rich.table import Table
 
-        from dnnbench.console import out
+        from dnnbench.console import escape, out
         t = Table(title="dnnbench report (total throughput per run; mean, sd over runs)")
         for k, h in cols:
             t.add_column(h, justify="left" if k in ("system", "job", "unit") else "right", overflow="fold")
         for r in table:
-            t.add_row(*[cell(r, k) for k, _ in cols])
+            t.add_row(*[escape(cell(r, k)) for k, _ in cols])
         out.print(t)
         if total_score is not None:
             out.print(f"score (weighted geometric mean of mean/target): {total_score:.3f}")
@@ -282,13 +301,16 @@ def lambda_csv(jobs: dict) -> str:
 
 
 def report_command(paths: list[Path], fmt: str, baseline: Path | None, weights: list[str], tolerance: float,
-                   output: Path | None, plots: Path | None, wide_csv: Path | None) -> int:
+                   output: Path | None, plots: Path | None, wide_csv: Path | None, strict: bool = False) -> int:
     if fmt not in FORMATS:
         raise DnnbenchError(f"unknown format {fmt!r}: choose {', '.join(FORMATS)}")
-    jobs = collect(paths)
-    targets = load_baseline(baseline) if baseline else None
+    if not 0 <= tolerance < 1:
+        raise DnnbenchError(f"--tolerance {tolerance}: give a fraction from 0 to below 1, e.g. 0.05")
+    weights = parse_weights(weights)
+    jobs = collect(paths, strict=strict)
+    targets = load_baseline(baseline, strict) if baseline else None
     table = rows(jobs, targets, tolerance)
-    total = score(table, parse_weights(weights)) if targets else None
+    total = score(table, weights) if targets else None
     if wide_csv:
         _write(wide_csv, lambda_csv(jobs))
     if plots or fmt == "html":
@@ -325,18 +347,18 @@ def _write(path: Path, text: str) -> None:
     info(f"wrote {path}")
 
 
-def compare_command(a: Path, b: Path) -> None:
+def compare_command(a: Path, b: Path, strict: bool = False) -> None:
     from rich.table import Table
 
-    from dnnbench.console import out
-    ja = {n: j for (_, n), j in collect([a], system="A").items()}
-    jb = {n: j for (_, n), j in collect([b], system="B").items()}
-    t = Table(title=f"A = {a}   B = {b}   (mean total throughput)")
+    from dnnbench.console import escape, out
+    ja = {n: j for (_, n), j in collect([a], system="A", strict=strict).items()}
+    jb = {n: j for (_, n), j in collect([b], system="B", strict=strict).items()}
+    t = Table(title=escape(f"A = {a}   B = {b}   (mean total throughput)"))
     for h in ("job", "A", "sd% A", "B", "sd% B", "B/A"):
         t.add_column(h, justify="left" if h == "job" else "right")
     for name in sorted(set(ja) | set(jb)):
         x, y = ja.get(name), jb.get(name)
         ratio = y.mean / x.mean if x and y and x.mean and y.mean else None
-        t.add_row(name, _fmt(x.mean if x else None), _fmt(x.sd_pct if x else None),
+        t.add_row(escape(name), _fmt(x.mean if x else None), _fmt(x.sd_pct if x else None),
                   _fmt(y.mean if y else None), _fmt(y.sd_pct if y else None), _fmt(ratio, 3))
     out.print(t)
