@@ -197,7 +197,7 @@ def _batches(workload, args, device, dist):
         decode = loaders.DeviceImages(workload.image_size, device, train=train, dtype=loaders.amp_dtype(args.amp),
                                       channels_last=args.channels_last, seed=seed)
         source = _data_loader(loaders.encoded_dataset(root), loaders.collate_encoded, args, device, dist, pin=False)
-        return iter(loaders.Prefetch(source, decode, device)), False, record
+        return loaders.Prefetch(source, decode, device), False, record
     if name == "dali":
         samples = loaders.encoded_dataset(root).samples
         if len(samples) < args.batch_size * max(1, dist.world_size):
@@ -373,6 +373,8 @@ def _train(workload, args, dist, result):
                     tag, w + 1, args.repeat, rate, workload.unit, losses[-1], _fmt_eta(eta)))
                 last_print = now
     finally:
+        if hasattr(batches, "close"):
+            batches.close()         # the gpu loader's prefetch thread
         if profiler is not None:
             profiler.__exit__(None, None, None)
         if telemetry is not None:

@@ -181,9 +181,10 @@ def _resize(img, size):
 class DeviceImages(object):
     """Decodes a batch of JPEG bytes on `device` and augments it there, as the cpu loader would."""
 
-    def __init__(self, size, device, train=True, dtype=None, channels_last=False, seed=0):
+    def __init__(self, size, device, train=True, dtype=None, channels_last=False, seed=0, scale=SCALE, ratio=RATIO):
         import torch
         self.size, self.device, self.train = size, device, train
+        self.scale, self.ratio = scale, ratio
         self.dtype = dtype or torch.float32
         self.channels_last = channels_last
         self.rnd = random.Random(seed)
@@ -237,7 +238,7 @@ class DeviceImages(object):
                 img = img.expand(3, -1, -1)
             h, w = int(img.shape[1]), int(img.shape[2])
             if self.train:
-                top, left, ch, cw = crop_box(h, w, self.rnd)
+                top, left, ch, cw = crop_box(h, w, self.rnd, self.scale, self.ratio)
                 x[i] = _resize(img[:, top:top + ch, left:left + cw].float(), (s, s))
             else:
                 short = int(self.size / EVAL_RESIZE)
@@ -255,23 +256,38 @@ class DeviceImages(object):
 
 
 class Prefetch(object):
-    """Runs `make(item)` over `source` in a side thread (and CUDA stream), `depth` batches ahead,
-    so decoding on the device overlaps the training step instead of adding to it."""
+    """An iterator running `make(*item)` over `source` in a side thread (and CUDA stream), `depth`
+    batches ahead, so decoding on the device overlaps the training step instead of adding to it.
+    close() (also at exit) stops the thread before the interpreter tears PyTorch down."""
 
     def __init__(self, source, make, device, depth=2):
+        import atexit
         import queue
 
         import torch
         self.queue = queue.Queue(maxsize=depth)
         self.stream = torch.cuda.Stream() if device == "cuda" else None
-        self.source, self.make, self.device = source, make, device
+        self.source, self.make = source, make
+        self.stop = threading.Event()
         self.thread = threading.Thread(target=self._run, name="dnnbench-prefetch", daemon=True)
         self.thread.start()
+        atexit.register(self.close)
+
+    def _put(self, entry):
+        import queue
+        while not self.stop.is_set():
+            try:
+                self.queue.put(entry, timeout=0.1)
+                return
+            except queue.Full:
+                pass
 
     def _run(self):
         import torch
         try:
             for item in self.source:
+                if self.stop.is_set():
+                    return
                 if self.stream is not None:
                     with torch.cuda.stream(self.stream):
                         batch = self.make(*item)
@@ -279,24 +295,39 @@ class Prefetch(object):
                         event.record(self.stream)
                 else:
                     batch, event = self.make(*item), None
-                self.queue.put((batch, event, None))
+                self._put((batch, event, None))
         except BaseException as exc:  # noqa: BLE001 - handed to the training thread
-            self.queue.put((None, None, exc))
-        self.queue.put((None, None, StopIteration()))
+            self._put((None, None, exc))
+        self._put((None, None, StopIteration()))
 
     def __iter__(self):
+        return self
+
+    def __next__(self):
         import torch
-        while True:
-            batch, event, exc = self.queue.get()
-            if isinstance(exc, StopIteration):
-                return
-            if exc is not None:
-                raise exc
-            if event is not None:
-                torch.cuda.current_stream().wait_event(event)
-                for t in batch:
-                    t.record_stream(torch.cuda.current_stream())
-            yield batch
+        batch, event, exc = self.queue.get()
+        if exc is not None:
+            self._put((None, None, exc))      # every later call ends the same way
+            raise exc
+        if event is not None:
+            torch.cuda.current_stream().wait_event(event)
+            for t in batch:
+                t.record_stream(torch.cuda.current_stream())
+        return batch
+
+    next = __next__
+
+    def close(self):
+        import queue
+        import time
+        self.stop.set()
+        deadline = time.time() + 30      # a hung worker must not hang the run's end
+        while self.thread.is_alive() and time.time() < deadline:
+            try:
+                self.queue.get(timeout=0.1)
+            except queue.Empty:
+                pass
+            self.thread.join(timeout=0.1)
 
 
 # --- DALI ----------------------------------------------------------------------------------

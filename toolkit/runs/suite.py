@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dnnbench.errors import DnnbenchError, EngineUnavailable
-from dnnbench.workloads.options import HOST_OPTIONS
+from dnnbench.workloads.options import BY_NAME, HOST_OPTIONS
 
 JOB_KEYS = {"name", "workload", "batch_size", "amp", "repeats", "timeout", "gpus", "nproc", "parallel", "data",
             "options", "extra", "image", "base", "runtime"}
@@ -101,6 +101,9 @@ def load(path: Path) -> Suite:
         for key in opts:
             if key not in OPTION_KEYS:
                 raise DnnbenchError(f"{where('options')}: unknown option {key!r} ({', '.join(sorted(OPTION_KEYS))})")
+            choices = BY_NAME[key].choices
+            if choices and opts[key] not in choices:
+                raise DnnbenchError(f"{where('options')}: {key} must be one of {', '.join(choices)}, got {opts[key]!r}")
         for b in _list(job.get("batch_size")):
             if b is not None and (not isinstance(b, int) or b < 1):
                 raise DnnbenchError(f"{where('batch_size')}: batch_size must be a positive integer or a list, got {b!r}")
