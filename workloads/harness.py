@@ -194,10 +194,12 @@ def _batches(workload, args, device, dist):
         raise UsageError("%s has no %s/ folder" % (args.data, os.path.basename(root)))
     seed = args.seed * 1000 + dist.rank
     if name == "gpu":
-        decode = loaders.DeviceImages(workload.image_size, device, train=train, dtype=loaders.amp_dtype(args.amp),
+        import torch
+        here = "cuda:%d" % torch.cuda.current_device() if device == "cuda" else device   # this rank's GPU
+        decode = loaders.DeviceImages(workload.image_size, here, train=train, dtype=loaders.amp_dtype(args.amp),
                                       channels_last=args.channels_last, seed=seed)
         source = _data_loader(loaders.encoded_dataset(root), loaders.collate_encoded, args, device, dist, pin=False)
-        return loaders.Prefetch(source, decode, device), False, record
+        return loaders.Prefetch(source, decode, here), False, record
     if name == "dali":
         samples = loaders.encoded_dataset(root).samples
         if len(samples) < args.batch_size * max(1, dist.world_size):

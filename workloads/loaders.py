@@ -60,7 +60,7 @@ def decode_support(device):
         return out
     try:
         img = decode(probe, device=device) if device != "cpu" else decode(probe)
-        out["device"] = tuple(img.shape) == (3, 8, 8) and img.device.type == device
+        out["device"] = tuple(img.shape) == (3, 8, 8) and img.device.type == torch.device(device).type
     except Exception as exc:
         out["why"] = "torchvision %s cannot decode JPEG on %s (%s)" % (
             torchvision.__version__, device, str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__)
@@ -266,7 +266,7 @@ class Prefetch(object):
 
         import torch
         self.queue = queue.Queue(maxsize=depth)
-        self.stream = torch.cuda.Stream() if device == "cuda" else None
+        self.stream = torch.cuda.Stream() if str(device).startswith("cuda") else None
         self.source, self.make = source, make
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._run, name="dnnbench-prefetch", daemon=True)
@@ -284,6 +284,8 @@ class Prefetch(object):
 
     def _run(self):
         import torch
+        if self.stream is not None:
+            torch.cuda.set_device(self.stream.device)   # a thread starts on GPU 0, whatever the rank's
         try:
             for item in self.source:
                 if self.stop.is_set():
