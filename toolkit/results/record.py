@@ -5,7 +5,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from dnnbench.console import number
-from dnnbench.workloads import schema
+from dnnbench.workloads import schema, verdict
 
 
 def finalize(run_dir: Path, *, plan: dict, outcome, command: str, log_tail: list[str],
@@ -49,6 +49,7 @@ def finalize(run_dir: Path, *, plan: dict, outcome, command: str, log_tail: list
     }
     if amend is not None:
         amend(data)
+    data["verdict"] = verdict.judge(data)   # again here: the host adds the profile's GPU-busy share
     schema.write_atomic(str(path), data)
     return data
 
@@ -63,6 +64,15 @@ def gpu_name(data: dict) -> str:
     return f"{len(gpus)} x {gpu_model(data)}" if gpus else "CPU"
 
 
+def verdict_of(data: dict) -> dict:
+    """The result's verdict when it is well-formed (file data: checked), else judged again now."""
+    v = data.get("verdict")
+    if (isinstance(v, dict) and v.get("label") in verdict.LABELS and isinstance(v.get("evidence"), list)
+            and all(isinstance(e, str) for e in v["evidence"]) and isinstance(v.get("hint"), (str, type(None)))):
+        return v
+    return verdict.judge(data)
+
+
 def summary_table(results: list[tuple[Path, dict]]):
     from rich.table import Table
 
@@ -70,7 +80,8 @@ def summary_table(results: list[tuple[Path, dict]]):
 
     table = Table(title="dnnbench results")
     for col, justify in (("workload", "left"), ("status", "left"), ("throughput", "right"), ("sd", "right"),
-                         ("per GPU", "right"), ("batch", "right"), ("amp", "left"), ("device", "left")):
+                         ("per GPU", "right"), ("batch", "right"), ("amp", "left"), ("device", "left"),
+                         ("verdict", "left")):
         table.add_column(col, justify=justify, overflow="fold")
     for path, data in results:
         tp = (data.get("throughput") or {}).get("total") or {}
@@ -81,13 +92,18 @@ def summary_table(results: list[tuple[Path, dict]]):
         table.add_row(escape(data.get("workload", "?")), f"[{colour}]{escape(status)}[/]",
                       escape(f"{number(tp.get('mean'))} {data.get('unit', '')}"), number(tp.get("sd")),
                       number(per.get("mean")), escape(opts.get("batch_size", "-")), escape(opts.get("amp", "-")),
-                      escape(gpu_name(data)))
+                      escape(gpu_name(data)), escape(verdict_of(data)["label"]))
     return table
 
 
 def show_outcome(run_dir: Path, data: dict) -> None:
     """After a run: its summary row, and what went wrong when it did."""
+    from rich.text import Text
+
     from dnnbench.console import err, escape, out
     out.print(summary_table([(run_dir, data)]))
+    v = verdict_of(data)
+    if v["label"] != "unknown":
+        out.print(Text(f"{v['label']}: " + "; ".join(v["evidence"]) + (f"\nhint: {v['hint']}" if v["hint"] else "")))
     if data.get("status") != "ok":
         err.print(f"[red]{escape(data.get('status'))}[/]: {escape(data.get('message'))}", soft_wrap=True)

@@ -2,6 +2,7 @@
 every result file (never from a summary someone wrote), grouped per system and job."""
 from __future__ import annotations
 
+import collections
 import csv
 import io
 import json
@@ -14,7 +15,7 @@ from dnnbench.workloads import schema
 
 from dnnbench.console import number
 from dnnbench.errors import DnnbenchError
-from dnnbench.results.record import gpu_model, gpu_name
+from dnnbench.results.record import gpu_model, gpu_name, verdict_of
 
 FORMATS = ("table", "csv", "md", "json", "html")
 
@@ -33,6 +34,7 @@ class Job:
     efficiencies: list[float] = field(default_factory=list)  # scaling efficiency the runs measured
     failed: list[str] = field(default_factory=list)      # statuses of the runs that were not ok
     paths: list[str] = field(default_factory=list)
+    verdicts: list[str] = field(default_factory=list)    # one label per ok run (workloads/verdict.py)
 
     @property
     def n(self) -> int:
@@ -133,6 +135,7 @@ def collect(paths: list[Path], system: str | None = None, strict: bool = False) 
             job.failed.append(data["status"])
         else:
             job.rates.append(r)
+            job.verdicts.append(verdict_of(data)["label"])
             if (data.get("scaling") or {}).get("efficiency"):
                 job.efficiencies.append(data["scaling"]["efficiency"])
     return jobs
@@ -183,12 +186,21 @@ def scaling_efficiency(j: Job, jobs: dict) -> float | None:
     return statistics.mean(j.efficiencies) if j.efficiencies else None
 
 
+def job_verdict(labels: list[str]) -> str | None:
+    """The runs' most common verdict, with its share when they disagree."""
+    if not labels:
+        return None
+    label, k = collections.Counter(labels).most_common(1)[0]
+    return label if k == len(labels) else f"{label} ({k}/{len(labels)})"
+
+
 def rows(jobs: dict, baseline: dict | None, tolerance: float) -> list[dict]:
     out = []
     for (system, name), j in sorted(jobs.items()):
         row = {"system": system, "job": name, "workload": j.workload, "batch_size": j.batch_size, "amp": j.amp,
                "world_size": j.world_size, "unit": j.unit, "n": j.n, "failed": len(j.failed),
-               "mean": j.mean, "sd": j.sd, "sd_pct": j.sd_pct, "scaling": scaling_efficiency(j, jobs)}
+               "mean": j.mean, "sd": j.sd, "sd_pct": j.sd_pct, "scaling": scaling_efficiency(j, jobs),
+               "verdict": job_verdict(j.verdicts)}
         if baseline is not None:
             target = baseline.get(name)
             row["target"] = target
@@ -220,7 +232,7 @@ def _fmt(v, digits=1):
 
 
 COLUMNS = [("system", "system"), ("job", "job"), ("n", "n"), ("failed", "failed"), ("mean", "mean"),
-           ("sd", "sd"), ("sd_pct", "sd%"), ("unit", "unit")]
+           ("sd", "sd"), ("sd_pct", "sd%"), ("unit", "unit"), ("verdict", "verdict")]
 SCALING_COLUMNS = [("world_size", "ranks"), ("scaling", "scaling eff.")]
 BASELINE_COLUMNS = [("target", "target"), ("diff_pct", "diff%"), ("pass", "pass")]
 

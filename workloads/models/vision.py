@@ -1,6 +1,7 @@
 """Image classification workloads on torchvision models (no pretrained weights, never a download)."""
 from .. import compat, data
 from ..harness import Workload
+from ..loaders import BACKENDS
 
 
 class Classifier(Workload):
@@ -8,6 +9,7 @@ class Classifier(Workload):
     image_size = 224
     num_classes = 1000
     data_kind = "imagenet"
+    loaders = BACKENDS              # --loader choices: PIL in workers, GPU decode, DALI
     default_batch_size = 64
     extra = {}
 
