@@ -197,8 +197,7 @@ def resolve_image(opts: RunOptions, runtime: str):
     if runtime == "host":
         return image.host()
     if opts.dry_run:  # show the plan without touching an engine
-        ref = opts.image or (f"dnnbench:{opts.base}" if opts.base else "<most recent dnnbench image>")
-        return image.RunImage(ref=ref, base=opts.base, python="python3", accelerator="nvidia")
+        return image.planned(opts.image, opts.base)
     if runtime == "docker":
         from dnnbench.containers.engines import docker
         docker.client()
@@ -253,7 +252,7 @@ def build_plan(opts: RunOptions) -> plan_mod.RunPlan:
         # GPU performance counters need SYS_ADMIN in a container, and only while profiling.
         cap_add=["SYS_ADMIN"] if profile in ("ncu", "nvprof") and runtime == "docker" else [], profile=profile,
         timeout=opts.timeout, base=img.base, cpuset=opts.cpuset,
-        memory=opts.memory if runtime == "docker" else None)
+        memory=opts.memory if runtime == "docker" else None, entrypoint=list(img.entrypoint) if contained else [])
 
 
 def job_for(plan: plan_mod.RunPlan):
