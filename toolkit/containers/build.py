@@ -143,7 +143,7 @@ def check_arch(base: catalog.Base, engine_arch: str | None, engine: str) -> None
         f"`dnnbench render --base {base.name}` with `docker build --platform {catalog.platform_of(base.arch)}`")
 
 
-def _image_config(image: str) -> dict | None:
+def image_config(image: str) -> dict | None:
     """A local image's config (Entrypoint, Architecture, ...), or None if it is not here."""
     import docker as docker_sdk
 
@@ -202,14 +202,14 @@ def docker_build(base: catalog.Base, *, tag: str | None = None, no_cache: bool =
         raise DnnbenchError(f"not a valid image tag: {tag!r} (lower-case name[:tag])")
     ca = build_ca(ca_cert)
     docker.client()  # fail fast, before any work, if the daemon is down
-    config = None if pull else _image_config(base.image)
+    config = None if pull else image_config(base.image)
     base = with_image_facts(base, config)
     check_arch(base, engine_arch_docker(), "this Docker engine")
     started = time.monotonic()
     recipe, image_id, log_path = _docker_build_once(base, tag, ca, no_cache=no_cache, pull=pull,
                                                     build_args=build_args, log_dir=log_dir)
     if config is None:   # the build pulled the base: now its own facts can be read
-        pulled = with_image_facts(base, _image_config(base.image))
+        pulled = with_image_facts(base, image_config(base.image))
         if pulled.entrypoint != base.entrypoint:
             info("building again with the base's own entrypoint (only the last layers change)")
             recipe, image_id, log_path = _docker_build_once(pulled, tag, ca, no_cache=False, pull=False,
@@ -276,7 +276,7 @@ def singularity_build(base: catalog.Base, *, output: Path | None, from_docker: b
                             on_line=lambda line: status.update(f"{sif.name}: {line[:100]}"))
     else:
         if base.bootstrap == "docker-daemon":   # a local image: its own entrypoint and arch are readable
-            base = with_image_facts(base, _image_config(base.image))
+            base = with_image_facts(base, image_config(base.image))
         check_arch(base, catalog.normalize_arch(platform.machine()), "this host")
         recipe = recipes.render(base, "singularity", ca_sha256=ca.sha256 if ca else None)
         # %post installs packages as root: an unprivileged user needs --fakeroot for that.
