@@ -234,3 +234,28 @@ def test_a_base_missing_from_the_catalog_gets_its_entrypoint_from_the_image(stan
              "--log-dir", tmp_path, check=0)
     labels = _inspect(tag)["Config"]["Labels"]
     assert json.loads(labels[recipes.LABEL_ENTRYPOINT]) == ["/opt/nvidia/nvidia_entrypoint.sh"]
+
+
+def test_slurm_script_chains_the_entrypoint_and_keeps_step_gpus(ngc_sif, tmp_path):
+    res = dnnbench("slurm", "resnet18", "--image", ngc_sif, "--gpus-per-node", "2", "--results", tmp_path,
+                   "--dry-run", check=0)
+    srun = res.stdout[res.stdout.rindex("srun "):]
+    assert "/opt/nvidia/nvidia_entrypoint.sh python -m torch.distributed.run" in srun.replace("\\\n    ", "")
+    assert "APPTAINERENV_CUDA_VISIBLE_DEVICES" in srun and "PYTHONNOUSERSITE=1" in srun
+
+
+def test_the_images_own_entrypoint_wins_over_the_catalog(standins, tmp_path):
+    """ngc-21.07's catalog entry says /usr/local/bin/...: an image that starts another one keeps its own."""
+    old = catalog.resolve("ngc-21.07")[0].image
+    had = subprocess.run(["docker", "image", "inspect", old], capture_output=True).returncode == 0
+    if had:
+        pytest.fail(f"{old} is already on this machine: this test tags the stand-in with that name")
+    subprocess.run(["docker", "tag", standins["ngc"], old], check=True)
+    try:
+        res = dnnbench("build", "--base", "ngc-21.07", "--ca-cert", CA, "--tag", _tag("ngc-2107"),
+                       "--log-dir", tmp_path, check=0)
+        assert "not [\"/usr/local/bin/nvidia_entrypoint.sh\"] as the catalog says" in res.stderr.replace("\n", " ")
+        labels = _inspect(_tag("ngc-2107"))["Config"]["Labels"]
+        assert json.loads(labels[recipes.LABEL_ENTRYPOINT]) == ["/opt/nvidia/nvidia_entrypoint.sh"]
+    finally:
+        subprocess.run(["docker", "image", "rm", old], capture_output=True)   # the tag only
