@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -122,17 +123,42 @@ def test_ngc_dry_run_shows_the_chain(tmp_path):
 
 
 @pytest.fixture(scope="session")
-def ngc_sif(ngc_image, tmp_path_factory):
-    """The .sif converted from the NGC image, cached per image id (next to built_sif's cache)."""
-    image_id = _inspect(ngc_image)["Id"].split(":")[-1][:16]
+def ngc_sif(standins, tmp_path_factory):
+    """A .sif built from the NGC stand-in by the rendered definition, with the CA: %files brings
+    it, %post's pip trusts it and removes it. Cached per recipe and container-side code."""
+    from dnnbench.containers.build import build_ca, image_config, singularity_build, with_image_facts
+    import dnnbench.workloads as workloads
+    # the stand-in is a local image: Apptainer bootstraps from the docker daemon, not from nvcr.io
+    base = replace(catalog.resolve("ngc-24.10")[0], bootstrap="docker-daemon")
+    recipe = recipes.render(with_image_facts(base, image_config(base.image)), "singularity",
+                            ca_sha256=build_ca(CA).sha256)
+    code = hashlib.sha256(b"".join(p.read_bytes() for p in sorted(Path(workloads.__file__).parent.rglob("*.py"))))
+    key = hashlib.sha256((recipe.sha256 + code.hexdigest() + _inspect(base.image)["Id"]).encode()).hexdigest()[:16]
     cache = Path(os.environ.get("DNNBENCH_TEST_SIF_CACHE", "/var/tmp/dnnbench-test-sif")) / "vendor"
-    sif = cache / f"ngc-{image_id}.sif"
+    sif = cache / f"ngc-{key}.sif"
     if not sif.exists():
         for old in cache.glob("ngc-*.sif"):
             old.unlink()
-        dnnbench("build", "--base", "ngc-24.10", "--format", "singularity", "--tag", ngc_image, "--output", sif,
-                 "--compression", "lz4", "--log-dir", tmp_path_factory.mktemp("sif-logs"), check=0, timeout=1800)
+        singularity_build(base, output=sif, from_docker=False, tag=None, no_cache=False, build_args={},
+                          log_dir=tmp_path_factory.mktemp("sif-logs"), compression="lz4", ca_cert=CA)
     return sif
+
+
+def test_ngc_sif_holds_the_constrained_package_and_no_ca(ngc_sif):
+    from dnnbench.containers.engines import apptainer
+    exe = apptainer.binary()
+    labels = apptainer.labels(ngc_sif)
+    assert labels[recipes.LABEL_CA] == hashlib.sha256(CA.read_bytes()).hexdigest()
+    assert json.loads(labels[recipes.LABEL_ENTRYPOINT]) == ["/opt/nvidia/nvidia_entrypoint.sh"]
+    res = subprocess.run([exe, "exec", "--cleanenv", ngc_sif, "sh", "-c",
+                          f"ls /opt/{recipes.CA_FILE} 2>&1; env | grep -c PIP_CERT; python -c "
+                          "\"import importlib.metadata as m; print(m.version('nvidia-ml-py'))\""],
+                         capture_output=True, text=True, timeout=300)
+    out = res.stdout.splitlines()
+    assert "No such file" in out[0] and out[1] == "0" and out[2] == CONSTRAINED, res.stdout + res.stderr
+    # the runscript is the chain too: `apptainer run` shows the banner before the workloads' help
+    res = subprocess.run([exe, "run", "--cleanenv", ngc_sif, "--help"], capture_output=True, text=True, timeout=300)
+    assert res.stdout.startswith(MARKER), res.stdout + res.stderr
 
 
 def test_ngc_apptainer_run_goes_through_the_entrypoint(ngc_sif, tmp_path):

@@ -94,9 +94,10 @@ def build_ca(path: Path | None) -> BuildCA | None:
 
 
 # Lines of a build log that say why it failed, beyond the engine's "returned a non-zero code".
-_MEANINGFUL = re.compile(r"^\s*(error:|ERROR:|E:|FATAL:|×)|externally-managed-environment|"
+_MEANINGFUL = re.compile(r"^\s*(error\s*:|E:|FATAL\s*:|×)|externally-managed-environment|"
                          r"CERTIFICATE_VERIFY_FAILED|No matching distribution|conflicting dependencies|"
                          r"Cannot install|No such file or directory|command not found", re.IGNORECASE)
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _ENGINE_SUMMARY = re.compile(r"returned a non-zero code|while running engine|exit status \d+$|"
                              r"While performing build")
 
@@ -105,7 +106,7 @@ def meaningful_lines(log_text: str, limit: int = 4) -> list[str]:
     """The first few distinct lines of a failed build's log that name the cause."""
     found: list[str] = []
     for raw in log_text.splitlines():
-        line = raw.strip()
+        line = _ANSI.sub("", raw).strip()
         if _MEANINGFUL.search(line) and not _ENGINE_SUMMARY.search(line) and line not in found:
             found.append(line[:200])
     return found[:limit]
@@ -279,11 +280,12 @@ def singularity_build(base: catalog.Base, *, output: Path | None, from_docker: b
             base = with_image_facts(base, image_config(base.image))
         check_arch(base, catalog.normalize_arch(platform.machine()), "this host")
         recipe = recipes.render(base, "singularity", ca_sha256=ca.sha256 if ca else None)
-        # %post installs packages as root: an unprivileged user needs --fakeroot for that.
+        # %post installs packages as root, which needs --fakeroot (a user namespace) for a user,
+        # and for root too where its capabilities are bounded (containers, CI).
         with err.status(f"building {sif} from {base.image}") as status, build_context(recipe, ca) as ctx:
             try:
                 apptainer.build(recipe.filename, sif.resolve(), log_path=log_path, cwd=ctx, compression=compression,
-                                fakeroot=os.geteuid() != 0,
+                                fakeroot=True,
                                 on_line=lambda line: status.update(f"{sif.name}: {line[:100]}"))
             except DnnbenchError as exc:
                 raise explain_failure(exc, ca) from None
