@@ -29,7 +29,10 @@ def test_built_image_imports_dnnbench_and_torch_and_carries_labels(built_image, 
     assert res.returncode == 0 and res.stdout.startswith("2.14.1"), res.stderr
     labels = json.loads(subprocess.run(["docker", "image", "inspect", "-f", "{{json .Config.Labels}}", built_image],
                                        capture_output=True, text=True, check=True).stdout)
-    recipe = recipes.render(catalog.resolve(f"local:{test_base}")[0], "docker")
+    from dnnbench.containers.build import image_config, with_image_facts
+    # a local base's entrypoint and arch come from its image, as the build reads them
+    base = with_image_facts(catalog.resolve(f"local:{test_base}")[0], image_config(test_base))
+    recipe = recipes.render(base, "docker")
     assert labels[recipes.LABEL_SHA] == recipe.sha256
     assert labels[recipes.LABEL_BASE] == f"local:{test_base}"
     listed = dnnbench("images", check=0).stdout

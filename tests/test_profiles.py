@@ -243,7 +243,8 @@ def test_run_wraps_the_command_and_adds_the_capability_only_when_profiling(tmp_p
 @pytest.mark.parametrize("args, fragments", [
     (["--profile", "vtune"], ["'--profile'", "'vtune' is not one of"]),
     (["--profile", "ncu"], ["add --gpus"]),
-    (["--profile", "nsys", "--gpus", "0", "--base", "rocm-6.0.2"], ["does not carry nsys"]),
+    (["--profile", "nsys", "--gpus", "0", "--base", "rocm-6.0.2"], ["needs an NVIDIA image", "amd"]),
+    (["--profile", "nvprof", "--gpus", "0", "--base", "ngc-24.10"], ["does not carry nvprof"]),
     (["--profile", "rocprof", "--gpus", "0", "--image", "img"], ["needs an AMD image", "nvidia"]),
 ])
 def test_profile_mistakes(args, fragments, tmp_path):

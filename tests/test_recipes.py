@@ -1,6 +1,8 @@
 """Rendered recipes: golden files per (family x format), hadolint, escaping, one context."""
+import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 from dataclasses import replace
@@ -114,3 +116,94 @@ def test_render_writes_files(tmp_path):
     dnnbench("render", "--base", "ngc-21.07", "--output", tmp_path, check=0)
     assert (tmp_path / "Dockerfile").read_text().startswith("# Rendered by dnnbench")
     assert "Bootstrap: docker" in (tmp_path / "Singularity.def").read_text()
+
+
+# --- images as vendors ship them ---------------------------------------------------------
+
+@pytest.mark.parametrize("name", sorted(catalog.catalog()))
+def test_every_base_shows_its_entrypoint_chain_and_architecture(name):
+    base = catalog.catalog()[name]
+    chain = list(base.entrypoint or ()) + [base.python_bin, "-m", "dnnbench.workloads"]
+    docker = recipes.render(base, "docker").text
+    assert docker.rstrip().splitlines()[-1] == "ENTRYPOINT " + json.dumps(chain)
+    assert f"# Architecture {base.arch}:" in docker and f'{recipes.LABEL_ARCH}="{base.arch}"' in docker
+    sing = recipes.render(base, "singularity").text
+    assert sing.rstrip().splitlines()[-1] == "    exec " + " ".join(map(shlex.quote, chain)) + ' "$@"'
+    assert f"    {recipes.LABEL_ARCH} {base.arch}\n" in sing
+    if base.entrypoint is None:   # unknown to the catalog: the build reads it from the image
+        assert recipes.LABEL_ENTRYPOINT not in docker and "reads it from the image's" in docker
+    else:
+        assert f"{recipes.LABEL_ENTRYPOINT} {json.dumps(list(base.entrypoint))}" in sing
+
+
+def test_ngc_keeps_nvidias_entrypoint_and_powerai_says_ppc64le():
+    ngc = recipes.render(catalog.catalog()["ngc-24.10"], "docker").text
+    assert 'ENTRYPOINT ["/opt/nvidia/nvidia_entrypoint.sh", "python", "-m", "dnnbench.workloads"]' in ngc
+    powerai = recipes.render(catalog.catalog()["powerai-1.7.0"], "singularity").text
+    assert "io.dnnbench.arch ppc64le" in powerai
+
+
+def test_catalog_pip_specs_carry_versions_and_no_pin_fights_a_constraint():
+    """The Dockerfile's hadolint DL3013 ignore relies on the first; NGC's constraint file on the second."""
+    for base in catalog.catalog().values():
+        for spec in base.pip:
+            assert re.search(r"(==|>=|<=|~=|<|>)\d", spec), (base.name, spec)
+            if base.family == "ngc":
+                assert "==" not in spec, (base.name, spec)
+
+
+def test_pip_goes_to_dnnbenchs_folder_under_the_bases_constraints():
+    for fmt in ("docker", "singularity"):
+        text = recipes.render(catalog.catalog()["ngc-25.03"], fmt).text
+        assert f"--target {recipes.SITE_DIR}" in text and "--break-system-packages" not in text
+        assert f"-c {recipes.PIP_CONSTRAINT}" in text
+        assert "pip show -q nvidia-ml-py" in text         # the base's own copy is kept
+        assert f"PYTHONPATH={recipes.CODE_DIR}:{recipes.SITE_DIR}" in text.replace('"', "")
+
+
+def _stages(dockerfile):
+    deps, final = dockerfile.split("\nFROM ", 2)[1:]
+    return deps, final
+
+
+def test_build_ca_reaches_the_downloads_only():
+    sha = "ab" * 32
+    base = replace(catalog.catalog()["ngc-24.10"], apt=("curl",))
+    docker = recipes.render(base, "docker", ca_sha256=sha).text
+    deps, final = _stages(docker)
+    assert f"COPY {recipes.CA_FILE} /tmp/{recipes.CA_FILE}" in deps
+    assert f"PIP_CERT=/tmp/{recipes.CA_FILE} python -m pip install" in deps
+    assert "PIP_CERT" not in final and "ENV" in final and "SSL_CERT" not in final
+    apt = final[final.index("RUN apt-get"):].split("\n\n")[0]
+    assert f"Acquire::https::CAInfo=/tmp/{recipes.CA_FILE}" in apt and apt.rstrip().endswith(f"/tmp/{recipes.CA_FILE}")
+    assert f'{recipes.LABEL_CA}="{sha}"' in final
+    sing = recipes.render(base, "singularity", ca_sha256=sha).text
+    files = sing.split("%files", 1)[1].split("%post", 1)[0]
+    assert f"{recipes.CA_FILE} /opt/{recipes.CA_FILE}" in files
+    post = sing.split("%post", 1)[1].split("%runscript", 1)[0]
+    assert f"PIP_CERT=/opt/{recipes.CA_FILE}" in post and f"CAInfo=/opt/{recipes.CA_FILE}" in post
+    assert [line.strip() for line in post.strip().splitlines()[-2:]] == [f"rm -f /opt/{recipes.CA_FILE}", f"mkdir -p {recipes.WORKDIR}"]
+    assert "PIP_CERT" not in sing.split("%environment", 1)[1].split("%files", 1)[0]
+    # without a CA, nothing of it
+    plain = recipes.render(base, "docker").text
+    assert recipes.CA_FILE not in plain and recipes.LABEL_CA not in plain
+
+
+@pytest.mark.parametrize("entry", [["/bin/x\nRUN evil"], "not-a-list", [""]])
+def test_hostile_entrypoints_are_refused(entry):
+    import yaml
+    text = yaml.safe_dump({"family": "t", "bases": {"t1": {
+        "image": "x:1", "arch": "x86_64", "distro": "d", "python": "3", "python_bin": "python",
+        "accelerator": "none", "bootstrap": "docker", "entrypoint": entry}}})
+    with pytest.raises(DnnbenchError):
+        base = catalog._load_family(text, "t.yaml")["t1"]
+        recipes.render(base, "docker")
+
+
+def test_bad_ca_cert_is_one_line(tmp_path):
+    from tests.helpers import dnnbench, one_line_error
+    not_pem = tmp_path / "x.pem"
+    not_pem.write_text("hello")
+    one_line_error(dnnbench("build", "--base", "cpu", "--ca-cert", not_pem), "not a PEM certificate")
+    one_line_error(dnnbench("build", "--base", "cpu", "--ca-cert", tmp_path / "nope.pem"), "nope.pem")
+    one_line_error(dnnbench("build", "--base", "cpu", env={"DNNBENCH_CA_CERT": str(not_pem)}), "not a PEM")

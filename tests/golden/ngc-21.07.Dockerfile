@@ -1,5 +1,22 @@
 # Rendered by dnnbench 0.1.0 for base ngc-21.07: re-render rather than edit.
 # Classic Dockerfile syntax only: the docker SDK builds with the legacy builder (no BuildKit).
+# Architecture x86_64: `dnnbench build` and `run` refuse an engine of another one.
+# dnnbench's Python packages are installed in a throwaway stage and copied over.
+FROM nvcr.io/nvidia/pytorch:21.07-py3 AS dnnbench-deps
+# Distro Pythons refuse `pip install` into their own site-packages (PEP 668) and NGC pins what it
+# ships (/etc/pip/constraint.txt): pip --target into dnnbench's own folder works with both, on any pip,
+# and leaves the base's environment as it is. A package the base has keeps the base's version;
+# the base's constraints choose the version of the others. (hadolint cannot see the versions
+# through "$@": every spec in the catalog carries one.)
+# hadolint ignore=DL3013
+RUN mkdir -p /opt/dnnbench/site \
+ && set -- \
+ && { python -m pip show -q nvidia-ml-py >/dev/null 2>&1 || set -- "$@" 'nvidia-ml-py>=11.450.51,<14'; } \
+ && if [ "$#" -gt 0 ]; then \
+      if [ -f /etc/pip/constraint.txt ]; then set -- -c /etc/pip/constraint.txt "$@"; fi; \
+      python -m pip install --no-cache-dir --target /opt/dnnbench/site "$@"; \
+    fi
+
 FROM nvcr.io/nvidia/pytorch:21.07-py3
 
 LABEL org.opencontainers.image.title="dnnbench" \
@@ -9,16 +26,19 @@ LABEL org.opencontainers.image.title="dnnbench" \
       io.dnnbench.version="0.1.0" \
       io.dnnbench.python="python" \
       io.dnnbench.accelerator="nvidia" \
-      io.dnnbench.recipe-sha256="30bacc6ee39f6a43c301b5e77280fee5bbd500fa57d9a35dea03421b4c060c20"
+      io.dnnbench.arch="x86_64" \
+      io.dnnbench.entrypoint="[\"/usr/local/bin/nvidia_entrypoint.sh\"]" \
+      io.dnnbench.recipe-sha256="84e7ad7c3b7a40811b9f759d590d36773756df75fd75e217d71197a7fefbb8d9"
 
-ENV PYTHONPATH="/opt/dnnbench" \
+ENV PYTHONPATH="/opt/dnnbench:/opt/dnnbench/site" \
     PYTHONUNBUFFERED="1" \
     DNNBENCH_BASE="ngc-21.07"
 
 # Dependencies before workload code, so a code change reuses this layer.
 # The base's own PyTorch is kept: nothing here reinstalls torch over it.
-RUN python -m pip install --no-cache-dir nvidia-ml-py==12.535.161
-
+COPY --from=dnnbench-deps /opt/dnnbench/site /opt/dnnbench/site
 COPY dnnbench /opt/dnnbench/dnnbench
 WORKDIR /workspace
-ENTRYPOINT ["python", "-m", "dnnbench.workloads"]
+# The base's own entrypoint (/usr/local/bin/nvidia_entrypoint.sh) runs first, then the workload;
+# `dnnbench run` keeps this chain on docker, Apptainer and Slurm.
+ENTRYPOINT ["/usr/local/bin/nvidia_entrypoint.sh", "python", "-m", "dnnbench.workloads"]

@@ -38,11 +38,18 @@ def build(
     compression: Optional[str] = typer.Option(None, "--compression",
                                               help="Singularity: squashfs compressor (gzip default; lz4 or zstd "
                                                    "build several times faster, larger files)."),
+    ca_cert: Optional[Path] = typer.Option(None, "--ca-cert", envvar="DNNBENCH_CA_CERT",
+                                           help="CA bundle (PEM) the build's pip and apt downloads trust, for "
+                                                "networks behind a TLS-inspecting proxy; used during the build "
+                                                "only, recorded as a label (its sha256)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Say what would be built (image, recipe, entrypoint, "
+                                                          "CA); touch no engine or registry."),
 ):
     """Build the image for a base (docker SDK) or a .sif (Apptainer/Singularity)."""
     from dnnbench.containers.build import build_command
     build_command(base=base, fmt=fmt, tag=tag, no_cache=no_cache, pull=pull, build_args=build_arg,
-                  output=output, from_docker=from_docker, log_dir=log_dir, compression=compression)
+                  output=output, from_docker=from_docker, log_dir=log_dir, compression=compression,
+                  ca_cert=ca_cert, dry_run=dry_run)
 
 
 def pull(

@@ -16,6 +16,10 @@ from dnnbench.errors import DnnbenchError
 
 REQUIRED = ("image", "arch", "distro", "python", "python_bin", "accelerator", "bootstrap")
 ACCELERATORS = ("nvidia", "amd", "none")
+ARCHES = ("x86_64", "aarch64", "ppc64le")
+# What engines and image configs call an architecture, in the catalog's (uname -m) words.
+_ARCH_ALIASES = {"amd64": "x86_64", "x86_64": "x86_64", "arm64": "aarch64", "aarch64": "aarch64",
+                 "ppc64le": "ppc64le", "ppc64el": "ppc64le"}
 NGC_TAG = re.compile(r"^ngc-(\d{2})\.(\d{2})$")
 # Docker reference grammar, simplified: registry/path:tag[@digest], lower-case path.
 IMAGE_REF = re.compile(r"^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-]+[a-z0-9]+)*)*"
@@ -44,6 +48,9 @@ class Base:
     run: dict = field(default_factory=dict)
     notes: str | None = None
     inferred_from: str | None = None
+    # The base image's own ENTRYPOINT, kept in front of every run; () when it has none,
+    # None when the catalog does not know it (`dnnbench build` reads it from the image).
+    entrypoint: tuple[str, ...] | None = None
 
     @property
     def tag(self) -> str:
@@ -67,6 +74,13 @@ def _load_family(text: str, source: str) -> dict[str, Base]:
             raise DnnbenchError(f"catalog {source}: base {name!r} has unknown accelerator {facts['accelerator']!r}")
         for key in ("profilers", "pip", "apt"):
             facts[key] = tuple(facts.get(key) or ())
+        entry = facts.get("entrypoint")
+        if entry is not None:
+            if not isinstance(entry, list) or not all(isinstance(w, str) and w for w in entry):
+                raise DnnbenchError(f"catalog {source}: base {name!r} entrypoint must be a list of strings")
+            facts["entrypoint"] = tuple(entry)
+        if facts["arch"] not in ARCHES:
+            raise DnnbenchError(f"catalog {source}: base {name!r} has unknown arch {facts['arch']!r}")
         facts["python"] = str(facts["python"])
         out[name] = Base(name=name, family=family, **facts)
     return out
@@ -119,6 +133,16 @@ def resolve(name: str) -> tuple[Base, list[str]]:
     close = difflib.get_close_matches(name, list(bases), n=3, cutoff=0.5)
     hint = f"; did you mean {', '.join(close)}?" if close else "; `dnnbench bases` lists them"
     raise DnnbenchError(f"unknown base {name!r}{hint}")
+
+
+def normalize_arch(name: str | None) -> str | None:
+    """`amd64` (Docker's word) and `x86_64` (uname's) are one architecture; None if unknown."""
+    return _ARCH_ALIASES.get((name or "").strip().lower())
+
+
+def platform_of(arch: str) -> str:
+    """The `--platform` value for an architecture, e.g. linux/ppc64le."""
+    return "linux/" + {"x86_64": "amd64", "aarch64": "arm64"}.get(arch, arch)
 
 
 def check_image_ref(image: str) -> str:

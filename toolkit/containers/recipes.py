@@ -26,6 +26,14 @@ LABEL_BASE = "io.dnnbench.base"
 LABEL_VERSION = "io.dnnbench.version"
 LABEL_PYTHON = "io.dnnbench.python"
 LABEL_ACCELERATOR = "io.dnnbench.accelerator"
+LABEL_ARCH = "io.dnnbench.arch"
+LABEL_ENTRYPOINT = "io.dnnbench.entrypoint"          # the base's own, as a JSON list
+LABEL_CA = "io.dnnbench.build-ca-sha256"             # which CA the build's downloads trusted
+SITE_DIR = f"{CODE_DIR}/site"       # dnnbench's own pip packages (pip --target): the base's stay untouched
+CA_FILE = "dnnbench-build-ca.pem"   # in the build context, when `--ca-cert` is given
+# Where NGC (25.03 on) lists the version of every package it was built with.
+PIP_CONSTRAINT = "/etc/pip/constraint.txt"
+_REQ_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*")
 _ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _LABEL_KEY = re.compile(r"^[a-z0-9][a-z0-9.-]*$")
 # pip requirement or apt package spec: names, versions, extras and comparison operators.
@@ -49,41 +57,61 @@ def _plain(what: str, value) -> str:
     return text
 
 
-def context(base: Base, *, extra_env: dict | None = None, extra_pip: tuple = ()) -> dict:
-    """The one context both templates render from."""
+def context(base: Base, *, extra_env: dict | None = None, extra_pip: tuple = (), ca_sha256: str | None = None) -> dict:
+    """The one context both templates render from.
+
+    ca_sha256: the fingerprint of the CA file the build's downloads trust (`--ca-cert`); the
+    file itself is used during the build only.
+    """
+    pip = tuple(base.pip) + tuple(extra_pip)
     env = {**base.env, **(extra_env or {}),
-           "PYTHONPATH": CODE_DIR, "PYTHONUNBUFFERED": "1", "DNNBENCH_BASE": base.name}
+           "PYTHONPATH": f"{CODE_DIR}:{SITE_DIR}" if pip else CODE_DIR,
+           "PYTHONUNBUFFERED": "1", "DNNBENCH_BASE": base.name}
     for key, value in env.items():
         if not _ENV_KEY.match(str(key)):
             raise DnnbenchError(f"not a valid environment variable name: {key!r}")
         _plain(f"environment value {key}", value)
-    pip = tuple(base.pip) + tuple(extra_pip)
     for pkg in pip + tuple(base.apt):
         if not _PACKAGE.match(_plain("package", pkg)):
             raise DnnbenchError(f"not a valid package spec: {pkg!r}")
     if base.pip_index and not _URL.match(base.pip_index):
         raise DnnbenchError(f"not a valid pip index URL: {base.pip_index!r}")
     _plain("image", base.image)
+    entrypoint = [_plain("entrypoint", w) for w in base.entrypoint or ()]
+    if ca_sha256 is not None and not re.match(r"^[0-9a-f]{64}$", ca_sha256):
+        raise DnnbenchError(f"not a sha256 fingerprint: {ca_sha256!r}")
+    labels = {
+        "org.opencontainers.image.title": "dnnbench",
+        "org.opencontainers.image.version": __version__,
+        "org.opencontainers.image.base.name": base.image,
+        LABEL_BASE: base.name,
+        LABEL_VERSION: __version__,
+        LABEL_PYTHON: base.python_bin,          # `dnnbench run` starts the entry with it
+        LABEL_ACCELERATOR: base.accelerator,    # nvidia | amd | none: which devices a run passes
+        LABEL_ARCH: base.arch,                  # runs and builds refuse another architecture
+    }
+    if base.entrypoint is not None:             # unknown until `dnnbench build` reads the image
+        labels[LABEL_ENTRYPOINT] = json.dumps(entrypoint)
+    if ca_sha256:
+        labels[LABEL_CA] = ca_sha256
     return {
         "version": __version__,
         "base": base,
         "python": shlex.quote(base.python_bin),
-        "labels": {
-            "org.opencontainers.image.title": "dnnbench",
-            "org.opencontainers.image.version": __version__,
-            "org.opencontainers.image.base.name": base.image,
-            LABEL_BASE: base.name,
-            LABEL_VERSION: __version__,
-            LABEL_PYTHON: base.python_bin,          # `dnnbench run` starts the entry with it
-            LABEL_ACCELERATOR: base.accelerator,    # nvidia | amd | none: which devices a run passes
-        },
+        "labels": labels,
         "env": env,
         "apt": list(base.apt),
-        "pip": list(pip),
+        # (name, spec): the name says whether the base already has the package
+        "pip": [(_REQ_NAME.match(spec).group(0), spec) for spec in pip],
         "pip_index": base.pip_index,
+        "pip_constraint": PIP_CONSTRAINT,
+        "site": SITE_DIR,
+        "ca": CA_FILE if ca_sha256 else None,
         "code": {"src": "dnnbench", "dst": f"{CODE_DIR}/dnnbench"},
         "workdir": WORKDIR,
-        "entrypoint": [base.python_bin, "-m", "dnnbench.workloads"],
+        "base_entrypoint": entrypoint,
+        "entrypoint_known": base.entrypoint is not None,
+        "entrypoint": entrypoint + [base.python_bin, "-m", "dnnbench.workloads"],
     }
 
 

@@ -2,11 +2,13 @@
 else the most recently built dnnbench image. Returns its facts from its own labels."""
 from __future__ import annotations
 
+import json
+import platform
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from dnnbench.containers import recipes
+from dnnbench.containers import catalog, recipes
 from dnnbench.errors import DnnbenchError
 
 
@@ -16,12 +18,55 @@ class RunImage:
     base: str | None
     python: str           # interpreter inside
     accelerator: str      # nvidia | amd | none
+    entrypoint: list = field(default_factory=list)   # the base's own, run in front of the workload
+    arch: str | None = None
+
+
+def _entrypoint(label: str | None) -> list:
+    """The base's entrypoint from its label: a JSON list of strings ([] when absent or unreadable)."""
+    try:
+        value = json.loads(label or "[]")
+    except ValueError:
+        return []
+    return value if isinstance(value, list) and all(isinstance(w, str) and w for w in value) else []
 
 
 def _facts(ref: str, labels: dict) -> RunImage:
     return RunImage(ref=ref, base=labels.get(recipes.LABEL_BASE),
                     python=labels.get(recipes.LABEL_PYTHON) or "python3",
-                    accelerator=labels.get(recipes.LABEL_ACCELERATOR) or "nvidia")
+                    accelerator=labels.get(recipes.LABEL_ACCELERATOR) or "nvidia",
+                    entrypoint=_entrypoint(labels.get(recipes.LABEL_ENTRYPOINT)),
+                    arch=catalog.normalize_arch(labels.get(recipes.LABEL_ARCH)))
+
+
+def check_arch(img: RunImage, engine_arch: str | None, engine: str, emulate: str) -> RunImage:
+    """Refuse an image of another architecture than the engine's, naming the ways out."""
+    if img.arch and engine_arch and img.arch != engine_arch:
+        raise DnnbenchError(f"{img.ref} is a {img.arch} image but {engine} runs {engine_arch}: run it on a "
+                            f"{img.arch} host, or emulate it (register qemu-{img.arch} with binfmt_misc) {emulate}")
+    return img
+
+
+def _docker_checked(img: RunImage) -> RunImage:
+    from dnnbench.containers.build import engine_arch_docker
+    return check_arch(img, engine_arch_docker(), "this Docker engine",
+                      f"and add --platform {catalog.platform_of(img.arch or '')} to the line "
+                      f"`dnnbench run --dry-run` prints")
+
+
+def _sif_checked(img: RunImage) -> RunImage:
+    return check_arch(img, catalog.normalize_arch(platform.machine()), "this host",
+                      "and run the line `dnnbench run --dry-run` prints")
+
+
+def planned(image: str | None, base: str | None) -> RunImage:
+    """For --dry-run, without an engine: what the catalog knows of the base."""
+    ref = image or (f"dnnbench:{base}" if base else "<most recent dnnbench image>")
+    known = catalog.catalog().get(base or "")
+    if known is None:
+        return RunImage(ref=ref, base=base, python="python3", accelerator="nvidia")
+    return RunImage(ref=image or known.tag, base=base, python=known.python_bin, accelerator=known.accelerator,
+                    entrypoint=list(known.entrypoint or ()), arch=known.arch)
 
 
 def _may_build(what: str, build: bool | None) -> bool:
@@ -41,7 +86,7 @@ def resolve_docker(image: str | None, base: str | None, build: bool | None) -> R
         if labels is None:
             raise DnnbenchError(f"image {image} is not on this machine (`docker images` lists what is; "
                                 f"`dnnbench build --base ...` makes one)")
-        return _facts(image, labels)
+        return _docker_checked(_facts(image, labels))
     if base:
         from dnnbench.containers.build import docker_build, resolve_base
         resolved = resolve_base(base)
@@ -52,12 +97,12 @@ def resolve_docker(image: str | None, base: str | None, build: bool | None) -> R
                                     f"or run `dnnbench build --base {base}` first")
             docker_build(resolved)
             labels = docker.image_labels(resolved.tag) or {}
-        return _facts(resolved.tag, labels)
+        return _docker_checked(_facts(resolved.tag, labels))
     latest = docker.latest_image(recipes.LABEL_BASE)
     if latest is None:
         raise DnnbenchError("no dnnbench image on this machine: `dnnbench build --base cpu` (or ngc-YY.MM) "
                             "makes one, or pass --image / --base")
-    return _facts(latest["tags"][0], latest["labels"])
+    return _docker_checked(_facts(latest["tags"][0], latest["labels"]))
 
 
 def resolve_sif(image: str | None, base: str | None, build: bool | None) -> RunImage:
@@ -68,7 +113,7 @@ def resolve_sif(image: str | None, base: str | None, build: bool | None) -> RunI
         if not sif.is_file():
             raise DnnbenchError(f"no such .sif: {image} (`dnnbench build --format singularity` or "
                                 f"`dnnbench pull` makes one)")
-        return _facts(str(sif.resolve()), apptainer.labels(sif))
+        return _sif_checked(_facts(str(sif.resolve()), apptainer.labels(sif)))
     if base:
         from dnnbench.containers.build import sif_path, resolve_base, singularity_build
         resolved = resolve_base(base)
@@ -79,11 +124,11 @@ def resolve_sif(image: str | None, base: str | None, build: bool | None) -> RunI
                                     f"`dnnbench build --base {base} --format singularity` first")
             singularity_build(resolved, output=None, from_docker=True, tag=None, no_cache=False,
                               build_args={}, log_dir=Path("results/build-logs"))
-        return _facts(str(sif.resolve()), apptainer.labels(sif))
+        return _sif_checked(_facts(str(sif.resolve()), apptainer.labels(sif)))
     found = sorted(Path(".").glob("dnnbench_*.sif"), key=lambda p: p.stat().st_mtime, reverse=True)
     if not found:
         raise DnnbenchError("no dnnbench_*.sif here: pass --image FILE.sif or --base B --build")
-    return _facts(str(found[0].resolve()), apptainer.labels(found[0]))
+    return _sif_checked(_facts(str(found[0].resolve()), apptainer.labels(found[0])))
 
 
 def host() -> RunImage:

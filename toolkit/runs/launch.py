@@ -185,8 +185,7 @@ def resolve_image(opts: RunOptions, runtime: str):
         from dnnbench.containers import catalog
         catalog.resolve(opts.base)     # an unknown base is refused in a dry run too
     if opts.dry_run:  # show the plan without touching an engine
-        ref = opts.image or (f"dnnbench:{opts.base}" if opts.base else "<most recent dnnbench image>")
-        return image.RunImage(ref=ref, base=opts.base, python="python3", accelerator="nvidia")
+        return image.planned(opts.image, opts.base)
     if runtime == "docker":
         from dnnbench.containers.engines import docker
         docker.client()
@@ -244,7 +243,7 @@ def build_plan(opts: RunOptions) -> plan_mod.RunPlan:
         # GPU performance counters need SYS_ADMIN in a container, and only while profiling.
         cap_add=["SYS_ADMIN"] if profile in ("ncu", "nvprof") and runtime == "docker" else [], profile=profile,
         timeout=opts.timeout, base=img.base, cpuset=opts.cpuset,
-        memory=opts.memory if runtime == "docker" else None)
+        memory=opts.memory if runtime == "docker" else None, entrypoint=list(img.entrypoint) if contained else [])
 
 
 def job_for(plan: plan_mod.RunPlan):

@@ -47,6 +47,7 @@ class RunPlan:
     cpuset: str | None = None         # cores this run is pinned to ("0-3"), for parallel copies
     memory: str | None = None         # docker memory limit ("8g"), the copy's share of the host
     profile: str | None = None        # the profiler wrapping the run, whose output is summarized after
+    entrypoint: list[str] = field(default_factory=list)   # the base's own (NGC's checks), run before argv
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -60,6 +61,12 @@ class RunPlan:
     def save(self, path: Path) -> None:
         from dnnbench.workloads.schema import write_atomic
         write_atomic(str(path), self.to_dict())
+
+
+def chain(plan: RunPlan) -> list[str]:
+    """What runs in the container: the base's own entrypoint (it execs the rest), then argv.
+    `docker run --entrypoint` and `apptainer exec` would skip it; so it is named here."""
+    return list(plan.entrypoint) + list(plan.argv)
 
 
 def _ulimit_flag(name: str, value) -> str:
@@ -90,13 +97,15 @@ def docker_command(plan: RunPlan) -> list[str]:
         cmd += ["-v", f"{m.source}:{m.target}" + (":ro" if m.read_only else "")]
     for k, v in plan.env.items():
         cmd += ["-e", f"{k}={v}"]
-    cmd += ["-w", plan.workdir, "--entrypoint", plan.argv[0], plan.image or "IMAGE"] + plan.argv[1:]
+    argv = chain(plan)
+    cmd += ["-w", plan.workdir, "--entrypoint", argv[0], plan.image or "IMAGE"] + argv[1:]
     return cmd
 
 
 def apptainer_env(plan: RunPlan) -> dict:
     """Variables passed into `apptainer exec --cleanenv` (APPTAINERENV_ reaches the container)."""
-    env = dict(plan.env)
+    # The home folder is mounted: packages in ~/.local must not shadow the image's.
+    env = {"PYTHONNOUSERSITE": "1", **plan.env}
     if plan.gpus and plan.gpus != ["all"]:
         key = "HIP_VISIBLE_DEVICES" if plan.accelerator == "amd" else "CUDA_VISIBLE_DEVICES"
         env[key] = ",".join(plan.gpus)
@@ -122,7 +131,18 @@ def apptainer_command(plan: RunPlan, exe: str = "apptainer") -> list[str]:
         cmd += ["--bind", apptainer_bind(m)]
     for k, v in apptainer_env(plan).items():
         cmd += ["--env", f"{k}={v}"]
-    return pinned(plan, cmd + [plan.image or "IMAGE.sif"] + plan.argv)
+    return pinned(plan, cmd + [plan.image or "IMAGE.sif"] + chain(plan))
+
+
+# --cleanenv drops the step's CUDA_VISIBLE_DEVICES (and ROCm's), so a Slurm step would see every
+# GPU of the node: these pass the ones Slurm gave this step, read where the step runs.
+_STEP_DEVICES = ("CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL")
+_STEP_SCRIPT = "".join(f'[ -z "${{{v}+x}}" ] || export APPTAINERENV_{v}="${v}"; ' for v in _STEP_DEVICES) + 'exec "$@"'
+
+
+def slurm_step(argv: list[str]) -> list[str]:
+    """An `apptainer exec --cleanenv` line as a Slurm step that keeps the GPUs Slurm assigned it."""
+    return ["sh", "-c", _STEP_SCRIPT, "dnnbench-step"] + list(argv)
 
 
 def pinned(plan: RunPlan, argv: list[str]) -> list[str]:
@@ -148,4 +168,8 @@ def command_line(plan: RunPlan, exe: str | None = None) -> str:
 
 
 def describe(plan: RunPlan) -> str:
-    return json.dumps(plan.to_dict(), indent=2)
+    """The plan as JSON, with the whole chain that runs in the container spelled out."""
+    data = plan.to_dict()
+    if plan.runtime != "host":
+        data["runs"] = chain(plan)
+    return json.dumps(data, indent=2)

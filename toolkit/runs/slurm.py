@@ -140,14 +140,15 @@ def render(o: SlurmOptions, dry_run: bool = False) -> tuple[str, Path, str]:
     plan = plan_mod.RunPlan(runtime="singularity" if contained else "host", workload=workload, run_id=run_id,
                             run_dir=str(run_dir), image=img.ref, argv=[], env=env,
                             mounts=run_mod.run_mounts(data, run_dir) if contained else [],
-                            accelerator=img.accelerator, gpus=["all"] if gpus else None, base=img.base)
+                            accelerator=img.accelerator, gpus=["all"] if gpus else None, base=img.base,
+                            entrypoint=list(img.entrypoint))
 
     def wrap(argv: list[str]) -> list[str]:
         if not contained:
             return argv
         from dnnbench.containers.engines import apptainer
         exe = Path(apptainer.binary(required=False) or "apptainer").name   # the nodes' PATH finds it
-        return plan_mod.apptainer_command(dataclasses.replace(plan, argv=argv), exe)
+        return plan_mod.slurm_step(plan_mod.apptainer_command(dataclasses.replace(plan, argv=argv), exe))
 
     directives = [f"--job-name=dnnbench-{workload}", f"--nodes={o.nodes}", "--ntasks-per-node=1",
                   f"--output={run_dir}/slurm-%j.out"]

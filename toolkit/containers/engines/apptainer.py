@@ -67,13 +67,14 @@ def _stream(cmd: list[str], log_path: Path, on_line: Callable[[str], None], env:
 
 def build(source: str, sif: Path, *, log_path: Path, cwd: Path | None = None, force: bool = True,
           on_line: Callable[[str], None] = lambda s: None, env: dict | None = None,
-          compression: str | None = None) -> Path:
+          compression: str | None = None, fakeroot: bool = False) -> Path:
     """Build `sif` from a definition file or a URI (docker-daemon://tag, docker://ref).
 
-    compression: squashfs compressor (gzip default; lz4/zstd build several times faster)."""
+    compression: squashfs compressor (gzip default; lz4/zstd build several times faster).
+    fakeroot: only for a definition whose %post needs root; it needs subuid ranges on the node."""
     exe = binary()
     sif.parent.mkdir(parents=True, exist_ok=True)
-    cmd = [exe, "build", "--fakeroot"] + (["--force"] if force else [])
+    cmd = [exe, "build"] + (["--fakeroot"] if fakeroot else []) + (["--force"] if force else [])
     if compression:
         cmd += ["--mksquashfs-args", f"-comp {compression}"]
     cmd += [str(sif), source]

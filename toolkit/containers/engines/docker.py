@@ -154,7 +154,7 @@ def create_kwargs(plan) -> dict:
     from docker.types import DeviceRequest, Mount, Ulimit
 
     kwargs = dict(
-        image=plan.image, entrypoint=plan.argv[:1], command=plan.argv[1:], environment=dict(plan.env),
+        image=plan.image, entrypoint=plan.entrypoint + plan.argv[:1], command=plan.argv[1:], environment=dict(plan.env),
         working_dir=plan.workdir, user=plan.user or "", init=True, detach=True,
         name=f"dnnbench-{plan.run_id}", labels={"io.dnnbench.run-id": plan.run_id},
         mounts=[Mount(target=m.target, source=m.source, type="bind", read_only=m.read_only) for m in plan.mounts],
