@@ -70,8 +70,9 @@ def show_command(path: Path, top: int, as_json: bool = False) -> None:
         print(json.dumps({"run": str(run_dir), "workload": data.get("workload"), "profile": profile,
                           "telemetry": telemetry}, indent=1, default=str))
         return
-    tp = (data.get("throughput") or {}).get("total") or {}
-    out.print(f"{data.get('workload')} {data.get('status')}: {_num(tp.get('mean'))} {data.get('unit', '')} "
+    from dnnbench.results.numbers import run_headline
+    tp = run_headline(data)
+    out.print(f"{data.get('workload')} {data.get('status')}: {_num(tp.get('value'))} {data.get('unit', '')} "
               f"({run_dir})", markup=False)
     ncu = profile.get("ncu")
     if ncu:

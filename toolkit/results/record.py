@@ -67,22 +67,28 @@ def gpu_name(data: dict) -> str:
 
 
 def summary_table(results: list[tuple[Path, dict]]):
+    from rich.markup import escape
     from rich.table import Table
 
-    table = Table(title="dnnbench results")
-    for col, justify in (("workload", "left"), ("status", "left"), ("throughput", "right"), ("sd", "right"),
-                         ("per GPU", "right"), ("batch", "right"), ("amp", "left"), ("device", "left")):
+    from dnnbench.results import numbers
+    from dnnbench.workloads import stats
+
+    table = Table(title=f"dnnbench results (throughput = {numbers.STATISTIC} over the timed windows)")
+    for col, justify in (("workload", "left"), ("status", "left"), ("throughput", "right"),
+                         ("+-95% CI %", "right"), ("window median", "right"), ("per GPU", "right"),
+                         ("batch", "right"), ("amp", "left"), ("device", "left")):
         table.add_column(col, justify=justify, overflow="fold")
     for path, data in results:
-        tp = (data.get("throughput") or {}).get("total") or {}
-        per = (data.get("throughput") or {}).get("per_gpu") or {}
+        head = numbers.run_headline(data)
+        per = stats.headline(numbers.streams(data)[0][1])
         opts = data.get("options") or {}
         status = data.get("status", "?")
         colour = "green" if status == "ok" else "red"
-        table.add_row(data.get("workload", "?"), f"[{colour}]{status}[/]",
-                      f"{_fmt(tp.get('mean'))} {data.get('unit', '')}", _fmt(tp.get("sd")),
-                      _fmt(per.get("mean")), str(opts.get("batch_size", "-")), str(opts.get("amp", "-")),
-                      gpu_name(data))
+        table.add_row(escape(str(data.get("workload", "?"))), f"[{colour}]{escape(str(status))}[/]",
+                      f"{numbers.fmt(head['value'])} {escape(str(data.get('unit', '')))}",
+                      _fmt(head["ci95_pct"]), numbers.fmt(head["median"]), numbers.fmt(per["value"]),
+                      escape(str(opts.get("batch_size", "-"))), escape(str(opts.get("amp", "-"))),
+                      escape(gpu_name(data)))
     return table
 
 

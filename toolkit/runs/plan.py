@@ -47,6 +47,7 @@ class RunPlan:
     cpuset: str | None = None         # cores this run is pinned to ("0-3"), for parallel copies
     memory: str | None = None         # docker memory limit ("8g"), the copy's share of the host
     profile: str | None = None        # the profiler wrapping the run, whose output is summarized after
+    manifest: dict = field(default_factory=dict)  # the host's reproducibility facts (image digest, commit)
 
     def to_dict(self) -> dict:
         return asdict(self)
