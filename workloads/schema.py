@@ -56,6 +56,7 @@ def upgrade(data):
     data = dict(data)
     data["throughput"] = throughput(data.get("windows") or [], int(data.get("world_size") or 1))
     data["recomputed_from_schema"] = data["schema_version"]
+    data["schema_version"] = SCHEMA_VERSION
     return data
 
 
