@@ -14,6 +14,12 @@ log() { printf '[dev-setup] %s\n' "$*"; }
 
 bash scripts/setup-engines.sh
 bash scripts/setup-slurm.sh
+# Debian's headless Chromium: the HTML report's test opens the page in a real browser
+if ! command -v chromium >/dev/null; then
+  log "apt-get install chromium"
+  apt-get install -y -qq --no-install-recommends chromium >/dev/null 2>&1 \
+    || { apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium >/dev/null; }
+fi
 PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   if ! "$PY" -m venv --help >/dev/null 2>&1 || ! "$PY" -c 'import ensurepip' 2>/dev/null; then

@@ -1,5 +1,4 @@
 """The command line: help that explains, and one clear line for every user mistake."""
-import os
 
 import pytest
 

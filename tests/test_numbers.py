@@ -9,11 +9,10 @@ import re
 import subprocess
 import sys
 import types
-from pathlib import Path
 
 import pytest
 
-from dnnbench.results import numbers, report
+from dnnbench.results import numbers
 from dnnbench.workloads import manifest, schema, stats
 from tests.helpers import ROOT, dnnbench, one_line_error
 

@@ -1,6 +1,5 @@
 """The one result schema: statistics, atomic writes, validation."""
 import json
-import math
 import os
 
 import pytest

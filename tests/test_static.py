@@ -20,3 +20,10 @@ def test_container_side_never_imports_the_host_side():
         text = path.read_text()
         for host_module in ("typer", "rich", "jinja2", "docker", "spython", "yaml"):
             assert f"import {host_module}" not in text and f"from {host_module}" not in text, (path, host_module)
+
+
+def test_no_unused_imports_or_names():
+    """pyflakes over every side: an unused import or a dead local is how dead code starts."""
+    res = subprocess.run([sys.executable, "-m", "pyflakes", "toolkit", "workloads", "tests", "benchmarks"],
+                         cwd=ROOT, capture_output=True, text=True)
+    assert res.returncode == 0, res.stdout + res.stderr

@@ -219,7 +219,6 @@ def run(workload, argv):
     }
     out_path = os.path.join(args.results, schema.RESULT_FILE)
     code = EXIT_ERROR
-    telemetry = None
     signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         validate(args)
@@ -459,7 +458,6 @@ def _profiler(args, device, rank=0):
                 cuda_profiler.stop()
         return CudaRange()
     if args.profile_window == "torch":
-        import torch
         from torch.profiler import ProfilerActivity, profile
 
         acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
@@ -478,6 +476,5 @@ def _profiler(args, device, rank=0):
                 key = "self_cuda_time_total" if device == "cuda" else "self_cpu_time_total"
                 with open(os.path.join(args.results, "torch-ops%s.txt" % suffix), "w") as fh:
                     fh.write(self.prof.key_averages().table(sort_by=key, row_limit=30))
-        _ = torch
         return TorchRange()
     return None

@@ -24,7 +24,7 @@ import sys
 
 TOOLS = ("ncu", "nsys", "nvprof", "rocprof")
 METRIC_SUFFIX = ".avg.pct_of_peak_sustained_elapsed"
-# Pipe instruction metrics per architecture (Nsight Compute names; see shared/reference/profiling.md 4.2).
+# Pipe instruction metrics per architecture (Nsight Compute's metric names, `ncu --query-metrics`).
 # Volta/Turing name the pipes fma/fp16/tensor/xu; Ampere splits tensor by op type (hmma); GA10x
 # and later issue FP16x2 on the FMA pipes (fma_type_fp16); Hopper's warpgroup MMA is gmma.
 PIPES = [
@@ -41,6 +41,17 @@ PIPES = [
 TENSOR_CYCLES = {(7, 0): "sm__pipe_tensor_cycles_active", (8, 0): "sm__pipe_tensor_op_hmma_cycles_active",
                  (9, 0): "sm__pipe_tensor_op_gmma_cycles_active"}
 WEIGHTS = ["gpc__cycles_elapsed.max", "gpu__time_duration.sum"]
+# Metric base name -> the utilization field the host's summary reports. Tensor pipes are split by
+# op type from Ampere on (hmma; Hopper adds gmma); a kernel uses one of them.
+PIPE_FIELDS = {
+    "sm__inst_executed_pipe_fma": "fma",
+    "sm__inst_executed_pipe_fp16": "fp16", "sm__inst_executed_pipe_fma_type_fp16": "fp16",
+    "sm__inst_executed_pipe_tensor": "tensor", "sm__inst_executed_pipe_tensor_op_hmma": "tensor",
+    "sm__inst_executed_pipe_tensor_op_gmma": "tensor",
+    "sm__inst_executed_pipe_xu": "sfu",
+    "sm__pipe_tensor_cycles_active": "tensor_active", "sm__pipe_tensor_op_hmma_cycles_active": "tensor_active",
+    "sm__pipe_tensor_op_gmma_cycles_active": "tensor_active",
+}
 NCU_LAUNCH_COUNT = 200          # kernels profiled at most: each is replayed once per metric pass
 CLOCK_CONTROLS = ("base", "none")
 # nsys gained --capture-range-end in 2021.3; older ones (NGC 21.07 ships 2021.2) stop at the end of

@@ -4,8 +4,6 @@ imported inside the command so that `dnnbench --help` stays fast."""
 from __future__ import annotations
 
 import sys
-from pathlib import Path
-from typing import List, Optional
 
 import typer
 

@@ -20,8 +20,8 @@ def _cmd(argv: list[str]) -> str | None:
 
 
 def nvidia_gpus() -> list[str]:
-    text = _cmd(["nvidia-smi", "--query-gpu=index,name,uuid", "--format=csv,noheader"])
-    return [line.strip() for line in (text or "").splitlines() if line.strip()]
+    from dnnbench.runs.gpus import visible
+    return [f"{g['index']}, {g['name']}, {g['uuid']}" for g in visible("nvidia") or []]
 
 
 def amd_gpus() -> list[str]:

@@ -5,16 +5,15 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from dnnbench.console import err, info
+from dnnbench.console import info, progress
 from dnnbench.errors import DnnbenchError
 
 FAKE_KINDS = ("imagenet", "coco", "text", "ratings")
 
 
 def _progress():
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
-    return Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
-                    TimeRemainingColumn(), console=err, transient=True)
+    from rich.progress import MofNCompleteColumn, TimeRemainingColumn
+    return progress(MofNCompleteColumn(), TimeRemainingColumn(), transient=True)
 
 
 def fake_command(kind: str, dest: Path, images: int, classes: int, size: int, workers: int | None) -> None:

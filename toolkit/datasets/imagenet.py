@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dnnbench.console import err, info, warn
+from dnnbench.console import err, info, progress, warn
 from dnnbench.errors import DnnbenchError
 
 TRAIN_TAR = "ILSVRC2012_img_train.tar"
@@ -279,10 +279,8 @@ def _extract_val(unit: Unit, into: Path, advance) -> None:
 
 
 def _extract(todo: list[Unit], dest: Path, workers: int) -> None:
-    from rich.progress import (BarColumn, DownloadColumn, Progress, TimeRemainingColumn,
-                               TransferSpeedColumn)
-    with Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(),
-                  TransferSpeedColumn(), TimeRemainingColumn(), console=err, transient=True) as bar:
+    from rich.progress import DownloadColumn, TimeRemainingColumn, TransferSpeedColumn
+    with progress(DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn(), transient=True) as bar:
         task = bar.add_task(f"extracting {len(todo)} parts", total=sum(u.size for u in todo))
         stop = threading.Event()   # set on Ctrl-C or a failure: the other threads stop at their next file
 

@@ -1,7 +1,7 @@
 """Read what the profilers left in a run folder and reduce it to summaries the result keeps:
 ncu counters -> pipe utilization weighted by cycles (TBD's coreutil, fixed), nsys stats ->
 top kernels and GPU-busy share of the window, nvprof and rocprof summaries -> top kernels,
-a torch.profiler trace -> top ops. Formats: shared/reference/profiling.md."""
+a torch.profiler trace -> top ops. The real files these are tested on: tests/fixtures/profiles/."""
 from __future__ import annotations
 
 import csv
@@ -10,6 +10,8 @@ import json
 import re
 from collections import defaultdict
 from pathlib import Path
+
+from dnnbench.workloads.profile import PIPE_FIELDS
 
 TOP = 15
 
@@ -62,17 +64,7 @@ def _ns(value: float | None, unit: str) -> float | None:
 
 # --- Nsight Compute ------------------------------------------------------------------
 
-# ncu metric base name -> utilization field. Tensor pipes are split by op type from Ampere on
-# (hmma; Hopper adds gmma); a kernel uses one of them, so within one suffix the field sums them.
-PIPE_FIELDS = {
-    "sm__inst_executed_pipe_fma": "fma",
-    "sm__inst_executed_pipe_fp16": "fp16", "sm__inst_executed_pipe_fma_type_fp16": "fp16",
-    "sm__inst_executed_pipe_tensor": "tensor", "sm__inst_executed_pipe_tensor_op_hmma": "tensor",
-    "sm__inst_executed_pipe_tensor_op_gmma": "tensor",
-    "sm__inst_executed_pipe_xu": "sfu",
-    "sm__pipe_tensor_cycles_active": "tensor_active", "sm__pipe_tensor_op_hmma_cycles_active": "tensor_active",
-    "sm__pipe_tensor_op_gmma_cycles_active": "tensor_active",
-}
+# ncu metric base name -> utilization field: the launcher's own table, so names live in one place.
 FIELDS = ("fma", "fp16", "tensor", "sfu", "tensor_active")
 # Only these suffixes are a share of peak; `.sum` etc. are counts and never shown as a percentage.
 # One suffix per field, the first present in the order here (never two suffixes added together).

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dnnbench.console import out
+from dnnbench.console import number, out
 from dnnbench.errors import DnnbenchError
 
 NAME_WIDTH = 90
@@ -26,10 +26,6 @@ def _load(path: Path) -> tuple[Path, dict]:
         raise DnnbenchError(str(exc)) from None
 
 
-def _num(value, digits=1) -> str:
-    return "-" if value is None else f"{value:,.{digits}f}"
-
-
 def _name(name: str) -> str:
     """A kernel name for a rich table: cut, and escaped (names hold `[` `]`, rich markup)."""
     from rich.markup import escape
@@ -44,8 +40,8 @@ def kernels_table(title: str, kernels: list[dict], top: int):
     for k in kernels[:top]:
         total = k.get("total_ns")
         avg = k.get("avg_ns") or (total / k["instances"] if total and k.get("instances") else None)
-        t.add_row(_name(k.get("name") or "?"), _num(k.get("time_pct")), _num(total / 1e6 if total else None, 3),
-                  str(k.get("instances", "-")), _num(avg / 1e3 if avg else None, 2))
+        t.add_row(_name(k.get("name") or "?"), number(k.get("time_pct")), number(total / 1e6 if total else None, 3),
+                  str(k.get("instances", "-")), number(avg / 1e3 if avg else None, 2))
     return t
 
 
@@ -70,9 +66,9 @@ def show_command(path: Path, top: int, as_json: bool = False) -> None:
         print(json.dumps({"run": str(run_dir), "workload": data.get("workload"), "profile": profile,
                           "telemetry": telemetry}, indent=1, default=str))
         return
-    from dnnbench.results.numbers import run_headline
+    from dnnbench.results.numbers import fmt, run_headline
     tp = run_headline(data)
-    out.print(f"{data.get('workload')} {data.get('status')}: {_num(tp.get('value'))} {data.get('unit', '')} "
+    out.print(f"{data.get('workload')} {data.get('status')}: {fmt(tp.get('value'))} {data.get('unit', '')} "
               f"({run_dir})", markup=False)
     ncu = profile.get("ncu")
     if ncu:
@@ -83,7 +79,7 @@ def show_command(path: Path, top: int, as_json: bool = False) -> None:
             t.add_column("utilization %", justify="right")
             for key, value in ncu["utilization_pct"].items():
                 suffix = ncu["metrics"][key].rstrip(")").rsplit("_", 1)[-1]         # elapsed | active
-                t.add_row(escape(f"{PIPES.get(key, key)}, {suffix}"), _num(value, 2))
+                t.add_row(escape(f"{PIPES.get(key, key)}, {suffix}"), number(value, 2))
             out.print(t)
         else:
             out.print(f"ncu: {ncu['launches']} kernel launches, {ncu['weighted_by']}", markup=False)
@@ -112,7 +108,7 @@ def show_command(path: Path, top: int, as_json: bool = False) -> None:
         t.add_column("value", justify="right")
         for key, label in TELEMETRY:
             if telemetry.get(key) is not None:
-                t.add_row(label, _num(telemetry[key], 4 if key == "energy_per_item_j" else 1))
+                t.add_row(label, number(telemetry[key], 4 if key == "energy_per_item_j" else 1))
         out.print(t)
     cool = data.get("cool_down")
     if cool and "waited_s" in cool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from pathlib import Path
 
+from dnnbench.console import number
 from dnnbench.workloads import schema
 
 
@@ -52,10 +53,6 @@ def finalize(run_dir: Path, *, plan: dict, outcome, command: str, log_tail: list
     return data
 
 
-def _fmt(value, digits=1) -> str:
-    return "-" if value is None else f"{value:,.{digits}f}"
-
-
 def gpu_model(data: dict) -> str:
     gpus = (data.get("system") or {}).get("gpus") or []
     return ", ".join(sorted({g.get("name", "?") for g in gpus})) or "CPU"
@@ -86,7 +83,7 @@ def summary_table(results: list[tuple[Path, dict]]):
         colour = "green" if status == "ok" else "red"
         table.add_row(escape(str(data.get("workload", "?"))), f"[{colour}]{escape(str(status))}[/]",
                       f"{numbers.fmt(head['value'])} {escape(str(data.get('unit', '')))}",
-                      _fmt(head["ci95_pct"]), numbers.fmt(head["median"]), numbers.fmt(per["value"]),
+                      number(head["ci95_pct"]), numbers.fmt(head["median"]), numbers.fmt(per["value"]),
                       escape(str(opts.get("batch_size", "-"))), escape(str(opts.get("amp", "-"))),
                       escape(gpu_name(data)))
     return table

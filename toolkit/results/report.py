@@ -12,6 +12,7 @@ from pathlib import Path
 
 from dnnbench.workloads import schema
 
+from dnnbench.console import number
 from dnnbench.errors import DnnbenchError
 from dnnbench.results import baseline as baseline_mod, numbers
 from dnnbench.results.record import gpu_model, gpu_name
@@ -208,7 +209,7 @@ def _fmt(v, digits=1):
     if isinstance(v, bool):
         return "pass" if v else "FAIL"
     if isinstance(v, float):
-        return f"{v:,.{digits}f}"
+        return number(v, digits)
     return str(v)
 
 

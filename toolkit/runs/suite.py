@@ -234,9 +234,9 @@ def _execute_one(run: Run, suite_dir: Path, overrides: dict) -> tuple[str, int]:
 
 def suite_command(path: Path, *, only: list[str], resume: bool, results: Path, overrides: dict,
                 dry_run: bool) -> int:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+    from rich.progress import MofNCompleteColumn, TimeElapsedColumn
 
-    from dnnbench.console import err, info
+    from dnnbench.console import info, progress
     suite = load(path)
     runs = [r for r in suite.runs if not only or any(fnmatch.fnmatchcase(r.job, g) for g in only)]
     if not runs:
@@ -255,8 +255,7 @@ def suite_command(path: Path, *, only: list[str], resume: bool, results: Path, o
     todo = [r for r in runs if r.run_id not in done]
     info(f"suite {suite.name}: {len(runs)} runs, {len(done)} already done, {len(todo)} to go; results in {suite_dir}")
     failures = 0
-    with Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=err) as bar:
+    with progress(MofNCompleteColumn(), TimeElapsedColumn()) as bar:
         task = bar.add_task(suite.name, total=len(runs), completed=len(done))
         for r in todo:
             bar.update(task, description=f"{suite.name}: {r.run_id}")
