@@ -173,6 +173,18 @@ def test_until_ci_stops_as_soon_as_the_ci_is_met(tmp_path):
     assert tp["ci95_low"] < tp["value"] < tp["ci95_high"] and tp["n"] == 2
 
 
+def test_until_ci_ranks_stop_together_under_ddp(tmp_path):
+    """Each rank has its own CI; they must agree on the window to stop at, or DDP hangs."""
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nnodes=1", "--nproc_per_node=2",
+           "-m", "dnnbench.workloads", "resnet18", "--device", "cpu", "--batch-size", "2", "--warmup", "0",
+           "--number", "1", "--repeat", "2", "--until-ci", "1e-9", "--max-windows", "3", "--results", str(tmp_path),
+           "--progress", "0"]
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    assert res.returncode == 0, res.stderr[-3000:]
+    data = json.loads((tmp_path / "result.json").read_text())
+    assert data["world_size"] == 2 and [len(r["windows"]) for r in data["ranks"]] == [3, 3]
+
+
 @pytest.mark.parametrize("args, fragment", [
     (["--until-ci", "0"], "--until-ci must be a positive percentage"),
     (["--until-ci", "5", "--max-windows", "3", "--repeat", "5"], "--max-windows must be at least --repeat"),

@@ -29,6 +29,12 @@ def streams(data: dict) -> list[tuple[int, list[dict]]]:
     return out
 
 
+def essentials(data: dict) -> dict:
+    """What the statistics read from a result (a report keeps only this of each run)."""
+    return {"world_size": data.get("world_size"), "windows": data.get("windows") or [],
+            "copies": [essentials(c) for c in data.get("copies") or []]}
+
+
 def _finish(est: dict, median, **more) -> dict:
     low, high, pct = stats.interval(est["value"], est["se"], est["df"])
     return {"value": est["value"], "ci95_low": low, "ci95_high": high, "ci95_pct": pct, "se": est["se"],

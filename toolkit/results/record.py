@@ -25,7 +25,7 @@ def finalize(run_dir: Path, *, plan: dict, outcome, command: str, log_tail: list
         data = {
             "schema_version": schema.SCHEMA_VERSION, "run_id": plan["run_id"], "workload": plan["workload"],
             "status": "error", "message": None, "options": {}, "unit": "items/s",
-            "throughput": {"total": schema.summarize([]), "per_gpu": schema.summarize([])},
+            "throughput": schema.empty_throughput(),
             "windows": [], "loss": [], "system": {}, "started": now, "ended": now,
             "world_size": 1, "ranks": [],
         }

@@ -114,7 +114,7 @@ def collect(paths: list[Path], system: str | None = None) -> dict[tuple[str, str
             job.failed.append(data["status"])
         else:
             job.rates.append(r)
-            job.results.append(data)
+            job.results.append(numbers.essentials(data))
             if (data.get("scaling") or {}).get("efficiency"):
                 job.efficiencies.append(data["scaling"]["efficiency"])
     if not jobs:
@@ -123,8 +123,9 @@ def collect(paths: list[Path], system: str | None = None) -> dict[tuple[str, str
 
 
 def load_baseline(path: Path) -> dict[str, float]:
-    """Targets per job: a YAML/JSON mapping {job: throughput} (or {job: {throughput: x}}), or a
-    results folder whose job means become the targets."""
+    """Targets per job: a YAML/JSON mapping {job: throughput} (or {job: {throughput: x}}, or
+    ReFrame-style bounds {job: {target: x, lower: -0.05, upper: null}} / {job: {floor: x}}, see
+    results/baseline.py), or a results folder whose jobs' figures become the targets."""
     if path.is_dir():
         return {j.job: j.throughput for j in collect([path]).values() if j.throughput}
     if not path.is_file():
@@ -193,7 +194,7 @@ def _statistics(h: dict) -> dict:
 
 
 def score(table: list[dict], weights: dict[str, float]) -> float | None:
-    """Weighted geometric mean of mean/target over the jobs that have both."""
+    """Weighted geometric mean of throughput/target over the jobs that have both."""
     num = den = 0.0
     for r in table:
         if r.get("target") and r.get("throughput"):
@@ -251,7 +252,7 @@ def render(table: list[dict], fmt: str, *, total_score: float | None, with_basel
         lines = ["| " + " | ".join(h for _, h in cols) + " |", "|" + "---|" * len(cols)]
         lines += ["| " + " | ".join(cell(r, k) for k, _ in cols) + " |" for r in table]
         if total_score is not None:
-            lines.append(f"\nscore (weighted geometric mean of mean/target): {total_score:.3f}")
+            lines.append(f"\nscore (weighted geometric mean of throughput/target): {total_score:.3f}")
         return "\n".join(lines) + "\n"
     if fmt == "table":
         from rich.table import Table
@@ -264,7 +265,7 @@ def render(table: list[dict], fmt: str, *, total_score: float | None, with_basel
             t.add_row(*[cell(r, k) for k, _ in cols])
         out.print(t)
         if total_score is not None:
-            out.print(f"score (weighted geometric mean of mean/target): {total_score:.3f}")
+            out.print(f"score (weighted geometric mean of throughput/target): {total_score:.3f}")
         return None
     raise DnnbenchError(f"unknown format {fmt!r}: choose {', '.join(FORMATS)}")
 
