@@ -109,16 +109,16 @@ def test_baseline_tolerances_and_verdicts(tmp_path):
     res = dnnbench("report", FIXTURES, "--baseline", base, "-f", "json")
     assert res.returncode == 1, res.stderr                    # a fail
     got = {r["job"]: r for r in json.loads(res.stdout)["jobs"]}
-    assert got["resnet18-bs4"]["verdict"] == "pass" and got["resnet18-bs4"]["bounds"] == ">= 9.50"
-    assert got["resnet18-bs2"]["verdict"] == "fail" and got["resnet18-bs2"]["pass"] is False
-    assert got["ncf-bs64"]["verdict"] == "inconclusive" and got["ncf-bs64"]["pass"] is None
+    assert got["resnet18-bs4"]["target_verdict"] == "pass" and got["resnet18-bs4"]["bounds"] == ">= 9.50"
+    assert got["resnet18-bs2"]["target_verdict"] == "fail" and got["resnet18-bs2"]["pass"] is False
+    assert got["ncf-bs64"]["target_verdict"] == "inconclusive" and got["ncf-bs64"]["pass"] is None
     assert got["ncf-bs64"]["bounds"] == ">= 163.4, <= 180.6"
     # a plain number keeps --tolerance; its CI decides too
     base.write_text("resnet18-bs4: 16\n")
     res = dnnbench("report", FIXTURES, "--baseline", base, "-f", "md", check=0)
     assert "inconclusive" in res.stdout
     table = dnnbench("report", FIXTURES, "--baseline", base, check=0).stdout
-    assert "verdict" in table and "inconclusive" in table
+    assert "vs target" in table and "inconclusive" in table
 
 
 @pytest.mark.parametrize("text, fragment", [

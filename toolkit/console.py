@@ -1,12 +1,24 @@
-"""Shared rich consoles: results to stdout, progress and diagnostics to stderr."""
-from rich.console import Console
+"""Shared rich consoles: results to stdout, progress and diagnostics to stderr.
 
-out = Console(highlight=False)
-err = Console(stderr=True, highlight=False)
+Paths, run ids, job names and result fields are data: whatever rich would read as markup
+(`[/x]`) or an emoji code (`:x:`) must reach the terminal as typed. Both consoles leave
+emoji codes alone; markup is only ever dnnbench's own, with every user- or file-derived
+string passed through `escape`.
+"""
+from rich.console import Console
+from rich.markup import escape as _escape
+
+out = Console(highlight=False, emoji=False)
+err = Console(stderr=True, highlight=False, emoji=False)
+
+
+def escape(value) -> str:
+    """Any value as text rich prints literally inside markup."""
+    return _escape(str(value))
 
 
 def warn(message: str) -> None:
-    err.print(f"[yellow]warning:[/] {message}", markup=True, soft_wrap=True)
+    err.print(f"[yellow]warning:[/] {escape(message)}", markup=True, soft_wrap=True)
 
 
 def info(message: str) -> None:
@@ -14,8 +26,13 @@ def info(message: str) -> None:
 
 
 def number(value, digits: int = 1) -> str:
-    """A figure as every table prints it: thousands separators, fixed digits, '-' for none."""
-    return "-" if value is None else f"{value:,.{digits}f}"
+    """A figure as every table prints it: thousands separators, fixed digits, '-' for none;
+    what is not a number (a damaged file's "nan" string, junk) is shown escaped, not fatal."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return escape(str(value))[:40]
+    return f"{value:,.{digits}f}"
 
 
 def progress(*columns, transient: bool = False):

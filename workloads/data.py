@@ -27,6 +27,15 @@ def problems(path, kind, deep=False):
         return ["%s does not exist" % path]
     if not os.path.isdir(path):
         return ["%s is not a folder" % path]
+    try:
+        return _problems(path, kind, deep)
+    except OSError as exc:   # an unreadable folder or file is a problem of the dataset, said as one
+        return ["cannot read %s: %s" % (exc.filename or path, exc.strerror or exc)]
+    except (ValueError, RecursionError, TypeError, KeyError) as exc:   # annotations that are not COCO's
+        return ["%s: unreadable annotations (%s)" % (path, str(exc)[:200] or type(exc).__name__)]
+
+
+def _problems(path, kind, deep):
     if kind == "imagenet":
         return _imagenet(path, deep)
     if kind == "coco":
@@ -107,9 +116,14 @@ def _coco(path, deep):
             data = json.load(fh)
     except ValueError as exc:
         return ["%s is not valid JSON: %s" % (ann, exc)]
+    if not isinstance(data, dict):
+        return ["%s is not a COCO annotations object" % ann]
     for key in ("images", "annotations", "categories"):
-        if key not in data:
+        if not isinstance(data.get(key), list):
             out.append("%s has no %r list" % (ann, key))
+    if not out and not all(isinstance(im, dict) and isinstance(im.get("file_name"), str)
+                           and os.path.basename(im["file_name"]) == im["file_name"] for im in data["images"]):
+        out.append("%s: every image needs a plain file_name" % ann)
     if out:
         return out
     missing = [im["file_name"] for im in data["images"] if not os.path.isfile(os.path.join(imgs, im["file_name"]))]

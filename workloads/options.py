@@ -40,6 +40,7 @@ class Option(object):
 
 
 AMP = ("none", "fp16", "bf16")
+LOADERS = ("auto", "cpu", "gpu", "dali")
 
 HARNESS_OPTIONS = (
     Option("batch_size", int, None, "per-GPU batch size (default: the workload's)"),
@@ -54,6 +55,8 @@ HARNESS_OPTIONS = (
     Option("start_iter", int, None, "TBD-style: first timed iteration (sets --warmup)"),
     Option("stop_iter", int, None, "TBD-style: iteration after the last timed one"),
     Option("workers", int, 4, "DataLoader workers (real data)"),
+    Option("loader", str, "auto", "image input pipeline: cpu (PIL in workers), gpu (decode + augment on the GPU), "
+           "dali (NVIDIA DALI), auto (the fastest this image has)", choices=LOADERS),
     Option("amp", str, "none", "autocast precision", choices=AMP),
     Option("channels_last", bool, False, "NHWC memory format for images and model"),
     Option("compile", bool, False, "torch.compile the model (PyTorch 2+)"),

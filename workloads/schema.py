@@ -5,6 +5,7 @@ Python 3.7+ and stdlib only: this module runs inside old base images and on the 
 import json
 import math
 import os
+import stat
 import statistics
 import tempfile
 
@@ -103,35 +104,133 @@ def write_atomic(path, data):
         raise
 
 
-def problems(data):
-    """What makes `data` not a valid result (empty list when valid)."""
+MAX_BYTES = 256 * 2**20    # a result is KiBs; a long loss trace a few MiB
+# a window's bounds: items exact in a float; seconds from a microsecond to a year, so that
+# rates and their sums stay finite
+MAX_ITEMS, MIN_SECONDS, MAX_SECONDS = 2**53, 1e-6, 3.2e7
+
+
+def _number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _finite(value):
+    return _number(value) and math.isfinite(value)
+
+
+def _optional(data, key, kinds, what):
+    """A problem when data[key] is present, not None and not of `kinds`."""
+    value = data.get(key)
+    if value is not None and not isinstance(value, kinds):
+        return ["field %r must be %s, not %s" % (key, what, type(value).__name__)]
+    return []
+
+
+def _window_problems(windows, where):
+    out = []
+    for i, w in enumerate(windows):
+        if not isinstance(w, dict):
+            out.append("%s[%d] is not an object" % (where, i))
+            continue
+        items, seconds = w.get("items"), w.get("seconds")
+        if not (isinstance(items, int) and not isinstance(items, bool) and 0 <= items < MAX_ITEMS):
+            out.append("%s[%d].items must be a whole number from 0 to 2**53, not %r" % (where, i, items))
+        if not (_finite(seconds) and MIN_SECONDS <= seconds < MAX_SECONDS):
+            out.append("%s[%d].seconds must be a finite number of seconds > 0, not %r" % (where, i, seconds))
+    return out
+
+
+def validate(data, copy=False):
+    """What makes `data` unusable to the host's readers (report, compare, profile show,
+    suites): types and ranges of every field they read. Empty when valid."""
     if not isinstance(data, dict):
         return ["not a JSON object"]
     out = []
     for key, kind in REQUIRED.items():
         if key not in data:
             out.append("missing field %r" % key)
-        elif not isinstance(data[key], kind):
+        elif not isinstance(data[key], kind) or isinstance(data[key], bool):
             out.append("field %r has type %s" % (key, type(data[key]).__name__))
-    if data.get("schema_version") not in (None, SCHEMA_VERSION) and isinstance(data.get("schema_version"), int):
-        if data["schema_version"] > SCHEMA_VERSION:
-            out.append("schema_version %s is newer than this dnnbench reads (%s)" % (data["schema_version"], SCHEMA_VERSION))
+    version = data.get("schema_version")
+    if isinstance(version, int) and not isinstance(version, bool):
+        if version > SCHEMA_VERSION:
+            out.append("schema_version %s is newer than this dnnbench reads (%s)" % (version, SCHEMA_VERSION))
+        elif version < 1:
+            out.append("schema_version %s was never written by dnnbench" % version)
     if data.get("status") not in STATUSES:
         out.append("status %r is not one of %s" % (data.get("status"), ", ".join(STATUSES)))
+    if isinstance(data.get("world_size"), int) and data["world_size"] < 1:
+        out.append("world_size must be at least 1, not %r" % data["world_size"])
+    if isinstance(data.get("windows"), list):
+        out += _window_problems(data["windows"], "windows")
     tp = data.get("throughput")
-    if isinstance(tp, dict) and "total" not in tp:
-        out.append("throughput has no 'total'")
+    if isinstance(tp, dict):
+        if not isinstance(tp.get("total"), dict):
+            out.append("throughput has no 'total' object")
+        else:
+            for key in ("value", "ci95_low", "ci95_high", "mean", "sd", "median", "min", "max"):
+                value = tp["total"].get(key)
+                if value is not None and not _finite(value):
+                    out.append("throughput.total.%s must be a finite number, not %r" % (key, value))
+    opts = data.get("options")
+    if isinstance(opts, dict):
+        b = opts.get("batch_size")
+        if b is not None and not (isinstance(b, int) and not isinstance(b, bool) and b >= 1):
+            out.append("options.batch_size must be a whole number >= 1, not %r" % (b,))
+        out += ["options." + p for p in _optional(opts, "amp", str, "text")]
+    for key in ("job", "system_label", "copy_of"):
+        out += _optional(data, key, str, "text")
+    system = data.get("system")
+    if isinstance(system, dict):
+        gpus = system.get("gpus")
+        if gpus is not None and not (isinstance(gpus, list) and all(
+                isinstance(g, dict) and isinstance(g.get("name", ""), str) for g in gpus)):
+            out.append("system.gpus must be a list of objects with a text name")
+    scaling = data.get("scaling")
+    if scaling is not None:
+        if not isinstance(scaling, dict):
+            out.append("field 'scaling' must be an object")
+        elif scaling.get("efficiency") is not None and not (_finite(scaling["efficiency"])
+                                                           and scaling["efficiency"] > 0):
+            out.append("scaling.efficiency must be a finite number > 0, not %r" % (scaling["efficiency"],))
+    for key in ("telemetry", "profile", "cool_down", "host"):
+        out += _optional(data, key, dict, "an object")
+    copies = data.get("copies")
+    if copies is not None:
+        if copy or not isinstance(copies, list):
+            out.append("field 'copies' must be a list of results, one level deep")
+        else:
+            for i, c in enumerate(copies):
+                out += ["copies[%d]: %s" % (i, p) for p in validate(c, copy=True)]
     return out
 
 
+problems = validate   # the older name
+
+
 def read(path):
-    """Load and validate a result file; raises ValueError with every problem found."""
-    with open(path) as fh:
-        try:
-            data = json.load(fh)
-        except ValueError as exc:
-            raise ValueError("%s: not valid JSON (%s)" % (path, exc))
-    found = problems(data)
+    """Load and validate a result file. Raises ValueError with every problem found (naming
+    the file), OSError when it cannot be opened. Only regular files are read: a FIFO named
+    result.json would block forever, a device never end."""
+    path = os.fspath(path)
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise ValueError("%s: not a regular file" % path)
+    with os.fdopen(fd, "rb") as fh:
+        if st.st_size > MAX_BYTES:
+            raise ValueError("%s: %d bytes, more than a result holds (%d)" % (path, st.st_size, MAX_BYTES))
+        raw = fh.read(MAX_BYTES + 1)
+    if not raw.strip():
+        raise ValueError("%s: empty file" % path)
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except RecursionError:
+        raise ValueError("%s: JSON nested too deep" % path)
+    except ValueError as exc:   # JSONDecodeError and UnicodeDecodeError alike
+        raise ValueError("%s: not valid JSON (%s)" % (path, exc))
+    found = validate(data)
     if found:
-        raise ValueError("%s: %s" % (path, "; ".join(found)))
+        raise ValueError("%s: %s" % (path, "; ".join(found[:5]) + ("; ..." if len(found) > 5 else "")))
     return data

@@ -11,7 +11,7 @@ import threading
 import time
 
 FIELDS = ("time", "gpu", "power_w", "energy_j", "sm_clock_mhz", "mem_clock_mhz", "temperature_c",
-          "utilization_pct", "memory_used_mib", "throttle_reasons")
+          "utilization_pct", "memory_used_mib", "throttle_reasons", "max_sm_clock_mhz")
 
 
 def _nvml():
@@ -59,6 +59,7 @@ def _read(nvml, h):
         "utilization_pct": util.gpu if util is not None else None,
         "memory_used_mib": mem.used / 2.0 ** 20 if mem is not None else None,
         "throttle_reasons": get(throttle) if throttle else None,
+        "max_sm_clock_mhz": get(nvml.nvmlDeviceGetMaxClockInfo, nvml.NVML_CLOCK_SM),
     }
 
 
@@ -109,6 +110,7 @@ def _read_amd(smi, h):
         "utilization_pct": _number((get("amdsmi_get_gpu_activity") or {}).get("gfx_activity")),
         "memory_used_mib": _number(vram.get("vram_used")),
         "throttle_reasons": None,
+        "max_sm_clock_mhz": None,
     }
 
 
@@ -148,6 +150,12 @@ def summarize(rows, t0, t1):
     for key in ("power_w", "sm_clock_mhz", "mem_clock_mhz", "temperature_c", "utilization_pct", "memory_used_mib"):
         values = [r[key] for r in window if r.get(key) is not None]
         out["median_" + key] = statistics.median(values) if values else None
+    clocks = [r["max_sm_clock_mhz"] for r in window if r.get("max_sm_clock_mhz")]
+    out["max_sm_clock_mhz"] = max(clocks) if clocks else None
+    # what the verdict reads: how often the power cap or a thermal slowdown held the clock down
+    from .verdict import throttle_shares
+    out["throttle_power_share"], out["throttle_thermal_share"] = throttle_shares(
+        [r.get("throttle_reasons") for r in window])
     energy = 0.0
     seen = False
     for gpu in out["gpus"]:

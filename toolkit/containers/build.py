@@ -8,11 +8,11 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
+from dnnbench import names
 from dnnbench.containers import catalog, recipes
-from dnnbench.console import err, info, out, warn
+from dnnbench.console import err, escape, info, out, warn
 from dnnbench.errors import DnnbenchError
 
-_TAG = re.compile(r"^[a-z0-9]+([._/-][a-z0-9]+)*(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?$")
 
 
 def resolve_base(name: str) -> catalog.Base:
@@ -73,7 +73,7 @@ def _parse_build_args(items: list[str]) -> dict:
     args = {}
     for item in items:
         key, sep, value = item.partition("=")
-        if not sep or not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", key):
+        if not sep or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
             raise DnnbenchError(f"--build-arg expects KEY=VALUE, got {item!r}")
         args[key] = value
     return args
@@ -84,23 +84,21 @@ def docker_build(base: catalog.Base, *, tag: str | None = None, no_cache: bool =
     """Build the docker image of a base with live progress; returns the tag."""
     from dnnbench.containers.engines import docker
 
-    tag = tag or base.tag
-    if not _TAG.match(tag):
-        raise DnnbenchError(f"not a valid image tag: {tag!r} (lower-case name[:tag])")
+    tag = names.image_tag(tag or base.tag, "--tag")
     recipe = recipes.render(base, "docker")
     log_path = _log_path(log_dir, base, "docker")
     docker.client()  # fail fast, before any work, if the daemon is down
     started = time.monotonic()
     layers: dict[str, str] = {}
-    with err.status(f"building {tag} from {base.image}") as status, build_context(recipe) as ctx:
+    with err.status(escape(f"building {tag} from {base.image}")) as status, build_context(recipe) as ctx:
         def on_step(line: str) -> None:
-            status.update(f"{tag}: {line[:100]}")
+            status.update(escape(f"{tag}: {line[:100]}"))
 
         def on_pull(chunk: dict) -> None:
             if chunk.get("id"):
                 layers[chunk["id"]] = chunk.get("status", "")
             done = sum(1 for s in layers.values() if s in ("Pull complete", "Already exists"))
-            status.update(f"pulling {base.image}: {done}/{len(layers)} layers")
+            status.update(escape(f"pulling {base.image}: {done}/{len(layers)} layers"))
 
         image_id = docker.build(ctx, tag=tag, base_image=base.image, nocache=no_cache, pull=pull,
                                 buildargs=build_args, log_path=log_path, on_step=on_step, on_pull=on_pull)
@@ -130,17 +128,17 @@ def singularity_build(base: catalog.Base, *, output: Path | None, from_docker: b
     log_path = _log_path(log_dir, base, "sif")
     started = time.monotonic()
     if from_docker:
-        tag = tag or base.tag
+        tag = names.image_tag(tag or base.tag, "--tag")
         if no_cache or docker.image_labels(tag) is None:
             docker_build(base, tag=tag, no_cache=no_cache, build_args=build_args, log_dir=log_dir)
-        with err.status(f"converting {tag} to {sif}") as status:
+        with err.status(escape(f"converting {tag} to {sif}")) as status:
             apptainer.build(f"docker-daemon://{tag}", sif, log_path=log_path, compression=compression,
-                            on_line=lambda line: status.update(f"{sif.name}: {line[:100]}"))
+                            on_line=lambda line: status.update(escape(f"{sif.name}: {line[:100]}")))
     else:
         recipe = recipes.render(base, "singularity")
-        with err.status(f"building {sif} from {base.image}") as status, build_context(recipe) as ctx:
+        with err.status(escape(f"building {sif} from {base.image}")) as status, build_context(recipe) as ctx:
             apptainer.build(recipe.filename, sif.resolve(), log_path=log_path, cwd=ctx, compression=compression,
-                            on_line=lambda line: status.update(f"{sif.name}: {line[:100]}"))
+                            on_line=lambda line: status.update(escape(f"{sif.name}: {line[:100]}")))
     info(f"built {sif} ({sif.stat().st_size / 2**20:.0f} MiB) in {time.monotonic() - started:.1f}s; log {log_path}")
     return sif
 
@@ -172,7 +170,7 @@ def pull_command(*, base: str, output: Path | None, cache_dir: Path | None, tmp_
             env[f"APPTAINER_{var}"] = env[f"SINGULARITY_{var}"] = str(path.resolve())
     log_path = _log_path(Path("results/build-logs"), resolved, "pull")
     started = time.monotonic()
-    with err.status(f"pulling {uri}") as status:
+    with err.status(escape(f"pulling {uri}")) as status:
         apptainer.pull(uri, sif, log_path=log_path, force=force, env=env,
-                       on_line=lambda line: status.update(f"{sif.name}: {line[:100]}"))
+                       on_line=lambda line: status.update(escape(f"{sif.name}: {line[:100]}")))
     info(f"pulled {sif} ({sif.stat().st_size / 2**20:.0f} MiB) in {time.monotonic() - started:.1f}s")

@@ -6,7 +6,7 @@ import subprocess
 
 from rich.table import Table
 
-from dnnbench.console import out
+from dnnbench.console import escape, out
 
 
 def _cmd(argv: list[str]) -> str | None:
@@ -45,15 +45,16 @@ def doctor_command() -> int:
     for col in ("piece", "status", "hint"):
         table.add_column(col, overflow="fold")
     dv = docker.available()
-    table.add_row("docker engine", f"[green]{dv}[/]" if dv else "[red]unreachable[/]",
-                  "" if dv else "start dockerd / `sudo bash scripts/setup-engines.sh`; or use --runtime singularity|host")
+    why = docker.unreachable()
+    table.add_row("docker engine", f"[green]{escape(dv)}[/]" if dv else "[red]unreachable[/]",
+                  "" if dv else escape(why or "start dockerd; or use --runtime singularity|host"))
     av = apptainer.available()
-    table.add_row("apptainer/singularity", f"[green]{av}[/]" if av else "[red]missing[/]",
+    table.add_row("apptainer/singularity", f"[green]{escape(av)}[/]" if av else "[red]missing[/]",
                   "" if av else "install Apptainer (`sudo bash scripts/setup-engines.sh`) or `module load apptainer`")
     nv, amd = nvidia_gpus(), amd_gpus()
-    table.add_row("NVIDIA GPUs (nvidia-smi)", "\n".join(nv) or "none",
+    table.add_row("NVIDIA GPUs (nvidia-smi)", escape("\n".join(nv)) or "none",
                   "" if nv or not shutil.which("nvidia-smi") else "nvidia-smi found no GPU: check the driver")
-    table.add_row("AMD GPUs (rocm-smi)", "\n".join(amd) or "none", "")
+    table.add_row("AMD GPUs (rocm-smi)", escape("\n".join(amd)) or "none", "")
     if dv and nv:
         runtimes = docker_runtimes()
         ok = "nvidia" in runtimes or shutil.which("nvidia-container-cli")
@@ -64,7 +65,7 @@ def doctor_command() -> int:
         tv = f"{torch.__version__} (cuda {torch.version.cuda or '-'}, {torch.cuda.device_count()} GPUs visible)"
     except Exception:
         tv = None
-    table.add_row("PyTorch on the host", tv or "not installed",
-                  "" if tv else "only needed for --runtime host: pip install 'dnnbench[torch]'")
+    table.add_row("PyTorch on the host", escape(tv or "not installed"),
+                  "" if tv else escape("only needed for --runtime host: pip install 'dnnbench[torch]'"))
     out.print(table)
     return 0 if (dv or av or tv) else 1

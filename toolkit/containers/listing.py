@@ -8,7 +8,7 @@ from pathlib import Path
 from rich.table import Table
 
 from dnnbench.containers import catalog, recipes
-from dnnbench.console import out
+from dnnbench.console import escape, out, warn
 from dnnbench.errors import DnnbenchError
 
 
@@ -32,9 +32,9 @@ def bases_table(family: str | None) -> None:
     for col in ("base", "image", "arch", "distro", "python", "pytorch", "cuda/rocm", "profilers", "env"):
         table.add_column(col, overflow="fold")
     for b in rows:
-        table.add_row(b.name, b.image, b.arch, b.distro, b.python, b.pytorch or "?",
-                      b.cuda or b.rocm or "-", ",".join(b.profilers) or "-",
-                      " ".join(f"{k}={v}" for k, v in b.env.items()) or "-")
+        table.add_row(*map(escape, (b.name, b.image, b.arch, b.distro, b.python, b.pytorch or "?",
+                                    b.cuda or b.rocm or "-", ",".join(b.profilers) or "-",
+                                    " ".join(f"{k}={v}" for k, v in b.env.items()) or "-")))
     out.print(table)
 
 
@@ -45,7 +45,13 @@ def images_table(sif_dirs: list[Path]) -> None:
     for col in ("image", "kind", "base", "size", "age", "recipe sha256"):
         table.add_column(col, overflow="fold")
     now = time.time()
-    if docker.available():
+    try:
+        docker.client()
+        reachable = True
+    except DnnbenchError as exc:   # say so: an empty table would read as "no images built"
+        warn(f"docker images not listed: {exc}")
+        reachable = False
+    if reachable:
         for img in docker.list_images(recipes.LABEL_BASE):
             created = img["created"]
             try:
@@ -53,14 +59,15 @@ def images_table(sif_dirs: list[Path]) -> None:
             except ValueError:
                 age = 0
             labels = img["labels"]
-            table.add_row(", ".join(img["tags"]) or img["id"], "docker", labels.get(recipes.LABEL_BASE, "?"),
-                          _size(img["size"]), _age(age), labels.get(recipes.LABEL_SHA, "?")[:12])
+            table.add_row(*map(escape, (", ".join(img["tags"]) or img["id"], "docker",
+                                        labels.get(recipes.LABEL_BASE, "?"), _size(img["size"]), _age(age),
+                                        labels.get(recipes.LABEL_SHA, "?")[:12])))
     for folder in sif_dirs:
         for sif in sorted(Path(folder).glob("*.sif")):
             labels = apptainer.labels(sif)
             if recipes.LABEL_BASE not in labels:
                 continue
             st = sif.stat()
-            table.add_row(str(sif), "sif", labels[recipes.LABEL_BASE], _size(st.st_size),
-                          _age(now - st.st_mtime), labels.get(recipes.LABEL_SHA, "?")[:12])
+            table.add_row(*map(escape, (sif, "sif", labels[recipes.LABEL_BASE], _size(st.st_size),
+                                        _age(now - st.st_mtime), labels.get(recipes.LABEL_SHA, "?")[:12])))
     out.print(table)

@@ -16,13 +16,27 @@ def _progress():
     return progress(MofNCompleteColumn(), TimeRemainingColumn(), transient=True)
 
 
+def need_pillow(why: str) -> None:
+    """Pillow, or one line saying how to get it (the image kinds' workers import it)."""
+    import importlib
+    try:
+        importlib.import_module("PIL.Image")
+    except ImportError:
+        raise DnnbenchError(f"{why} with Pillow, which is not installed: pip install pillow "
+                            "(or pip install 'dnnbench[torch]')") from None
+
+
 def fake_command(kind: str, dest: Path, images: int, classes: int, size: int, workers: int | None) -> None:
     from dnnbench.workloads import data as data_mod
 
     if kind not in FAKE_KINDS:
         raise DnnbenchError(f"unknown dataset kind {kind!r}: choose {', '.join(FAKE_KINDS)}")
-    if images < 1 or classes < 1 or size < 8:
-        raise DnnbenchError("--images and --classes must be at least 1, --size at least 8")
+    if not (1 <= images <= 10**7 and 1 <= classes <= 10**5 and 8 <= size <= 8192):
+        raise DnnbenchError("--images must be 1 to 10,000,000, --classes 1 to 100,000, --size 8 to 8192")
+    if workers is not None and not 1 <= workers <= 256:
+        raise DnnbenchError(f"--workers {workers}: give 1 to 256")
+    if kind in ("imagenet", "coco"):
+        need_pillow(f"`data fake {kind}` writes JPEGs")
     try:
         dest.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dnnbench.console import err, info, progress, warn
+from dnnbench.console import err, escape, info, progress, warn
 from dnnbench.errors import DnnbenchError
 
 TRAIN_TAR = "ILSVRC2012_img_train.tar"
@@ -67,7 +67,9 @@ def prepare_command(kind: str, src: Path, dest: Path, val_map: Path | None, work
     if marker.is_file():
         try:
             done = json.loads(marker.read_text())
-        except ValueError:
+        except (ValueError, RecursionError, OSError):
+            done = {}
+        if not isinstance(done, dict):   # a marker someone else wrote: prepare again
             done = {}
         if done.get("sources") == fingerprint:
             info(f"{dest}: already prepared from {src} ({done.get('classes')} classes, "
@@ -75,7 +77,7 @@ def prepare_command(kind: str, src: Path, dest: Path, val_map: Path | None, work
             return
         warn(f"{marker} was written for other tars; preparing again (finished classes are kept)")
 
-    with err.status(f"reading the tar indexes in {src}"):
+    with err.status(escape(f"reading the tar indexes in {src}")):
         units = _train_units(src) + _val_units(src, val_map)
     todo = [u for u in units if not (dest / u.name).is_dir()]
     _check_space(dest, todo, done=len(units) - len(todo))

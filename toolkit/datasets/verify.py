@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dnnbench.console import err, out
+from dnnbench.console import err, escape, out
 from dnnbench.errors import DnnbenchError
 
 
@@ -13,11 +13,15 @@ def verify_command(path: Path, kind: str, deep: bool) -> int:
 
     if kind not in data_mod.KINDS:
         raise DnnbenchError(f"unknown dataset kind {kind!r}: choose {', '.join(data_mod.KINDS)}")
-    with err.status(f"checking {path} as {kind}{' (opening every image)' if deep else ''}"):
+    if deep and kind in ("imagenet", "coco"):
+        from dnnbench.datasets.fake import need_pillow
+        need_pillow("--deep opens every image")
+    with err.status(escape(f"checking {path} as {kind}{' (opening every image)' if deep else ''}")):
         found = data_mod.problems(str(path), kind, deep=deep)
     if found:
         for problem in found:
-            out.print(f"[red]x[/] {problem}", soft_wrap=True)
+            out.print(f"[red]x[/] {escape(problem)}", soft_wrap=True)
         return 1
-    out.print(f"[green]ok[/] {path} is a valid {kind} dataset{'' if deep else ' (layout; --deep opens every image)'}")
+    out.print(f"[green]ok[/] {escape(path)} is a valid {kind} dataset"
+              f"{'' if deep else ' (layout; --deep opens every image)'}", soft_wrap=True)
     return 0

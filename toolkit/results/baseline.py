@@ -72,15 +72,15 @@ def judge(target, headline: dict, tolerance: float) -> dict:
     """The baseline columns of a report row: target, bounds, diff%, verdict (and pass: True,
     False or None when inconclusive or without a target)."""
     if target is None:
-        return {"target": None, "bounds": None, "diff_pct": None, "verdict": None, "pass": None}
+        return {"target": None, "bounds": None, "diff_pct": None, "target_verdict": None, "pass": None}
     bounds = target if isinstance(target, Bounds) else Bounds(target=target, low=target * (1 - tolerance), high=None)
     value = headline.get("value")
     if value is None:
-        return {"target": bounds.target, "bounds": bounds.describe(), "diff_pct": None, "verdict": None,
+        return {"target": bounds.target, "bounds": bounds.describe(), "diff_pct": None, "target_verdict": None,
                 "pass": None}
     low = headline.get("ci95_low") if headline.get("ci95_low") is not None else value
     high = headline.get("ci95_high") if headline.get("ci95_high") is not None else value
     verdict = numbers.verdict(low, high, bounds.low, bounds.high)
     return {"target": bounds.target, "bounds": bounds.describe(),
             "diff_pct": 100 * (value / bounds.target - 1) if bounds.target else None,
-            "verdict": verdict, "pass": {"pass": True, "fail": False}.get(verdict)}
+            "target_verdict": verdict, "pass": {"pass": True, "fail": False}.get(verdict)}

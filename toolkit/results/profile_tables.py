@@ -18,12 +18,14 @@ TELEMETRY = [("median_power_w", "power (W)"), ("median_sm_clock_mhz", "SM clock 
 def _load(path: Path) -> tuple[Path, dict]:
     from dnnbench.workloads import schema
     file = path / schema.RESULT_FILE if path.is_dir() else path
-    if not file.is_file():
+    if not file.exists():
         raise DnnbenchError(f"{path} holds no {schema.RESULT_FILE}: give a run folder (results/<run-id>)")
     try:
         return file.parent, schema.read(str(file))
     except ValueError as exc:
         raise DnnbenchError(str(exc)) from None
+    except OSError as exc:
+        raise DnnbenchError(f"cannot read {file}: {exc.strerror or exc}") from None
 
 
 def _name(name: str) -> str:
@@ -33,6 +35,7 @@ def _name(name: str) -> str:
 
 
 def kernels_table(title: str, kernels: list[dict], top: int):
+    from rich.markup import escape
     from rich.table import Table
     t = Table(title=title)
     for col in ("kernel / op", "time %", "total ms", "calls", "avg µs"):
@@ -41,18 +44,29 @@ def kernels_table(title: str, kernels: list[dict], top: int):
         total = k.get("total_ns")
         avg = k.get("avg_ns") or (total / k["instances"] if total and k.get("instances") else None)
         t.add_row(_name(k.get("name") or "?"), number(k.get("time_pct")), number(total / 1e6 if total else None, 3),
-                  str(k.get("instances", "-")), number(avg / 1e3 if avg else None, 2))
+                  escape(str(k.get("instances", "-"))), number(avg / 1e3 if avg else None, 2))
     return t
 
 
 def show_command(path: Path, top: int, as_json: bool = False) -> None:
+    if top < 1:
+        raise DnnbenchError(f"--top {top}: give 1 or more")
+    run_dir, data = _load(path)
+    try:
+        _show(run_dir, data, top, as_json)
+    except (KeyError, TypeError, AttributeError, ValueError) as exc:
+        # the stored summary (the profiler's files gone) is file data: a malformed one is an error
+        # about that file, not a crash
+        raise DnnbenchError(f"{run_dir}: its profile summary is malformed ({type(exc).__name__}: {exc})") from None
+
+
+def _show(run_dir: Path, data: dict, top: int, as_json: bool) -> None:
     import json
 
     from rich.markup import escape
     from rich.table import Table
 
     from dnnbench.results.profile_parsers import readable, summarize
-    run_dir, data = _load(path)
     profile = summarize(run_dir, data) or data.get("profile") or {}   # the files, when they are still there
     telemetry = data.get("telemetry") or {}
     if not profile and not telemetry:
@@ -89,21 +103,22 @@ def show_command(path: Path, top: int, as_json: bool = False) -> None:
                       f"{launch.get('clock_control')}" + (f"; metrics ncu lacks here, left out: "
                                                            f"{', '.join(launch['dropped_metrics'])}"
                                                            if launch.get("dropped_metrics") else ""), markup=False)
-        out.print(kernels_table(f"ncu: kernels by {ncu.get('ranked_by', 'duration')}", ncu["kernels"], top))
+        out.print(kernels_table(escape(f"ncu: kernels by {ncu.get('ranked_by', 'duration')}"), ncu["kernels"], top))
     nsys = profile.get("nsys")
     if nsys:
         busy = nsys.get("busy_pct")
         note = f"; GPU busy {busy:.1f}% of the {nsys.get('busy_of')}" if busy is not None else ""
-        out.print(kernels_table(f"nsys: top kernels of {nsys['kernel_names']}{note}", nsys["kernels"], top))
+        out.print(kernels_table(escape(f"nsys: top kernels of {nsys['kernel_names']}{note}"), nsys["kernels"], top))
     for tool, summary in sorted(profile.items()):
         if tool.startswith(("nvprof", "rocprof")):
             out.print(kernels_table(escape(f"{tool}: top kernels of {summary['kernel_names']}, % of "
                                            f"{summary.get('time_pct_of', 'kernel time')}"), summary["kernels"], top))
     if profile.get("torch"):
         torch = profile["torch"]
-        out.print(kernels_table(f"torch.profiler: top {torch['of']} of {torch['kernel_names']}", torch["kernels"], top))
+        out.print(kernels_table(escape(f"torch.profiler: top {torch['of']} of {torch['kernel_names']}"),
+                                torch["kernels"], top))
     if telemetry:
-        t = Table(title=f"GPU telemetry, medians over the timed window ({telemetry.get('samples', 0)} samples)")
+        t = Table(title=escape(f"GPU telemetry, medians over the timed window ({telemetry.get('samples', 0)} samples)"))
         t.add_column("quantity")
         t.add_column("value", justify="right")
         for key, label in TELEMETRY:

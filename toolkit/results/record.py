@@ -5,7 +5,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from dnnbench.console import number
-from dnnbench.workloads import schema
+from dnnbench.workloads import schema, verdict
 
 
 def finalize(run_dir: Path, *, plan: dict, outcome, command: str, log_tail: list[str],
@@ -49,6 +49,7 @@ def finalize(run_dir: Path, *, plan: dict, outcome, command: str, log_tail: list
     }
     if amend is not None:
         amend(data)
+    data["verdict"] = verdict.judge(data)   # again here: the host adds the profile's GPU-busy share
     schema.write_atomic(str(path), data)
     return data
 
@@ -63,9 +64,19 @@ def gpu_name(data: dict) -> str:
     return f"{len(gpus)} x {gpu_model(data)}" if gpus else "CPU"
 
 
+def verdict_of(data: dict) -> dict:
+    """The result's verdict when it is well-formed (file data: checked), else judged again now."""
+    v = data.get("verdict")
+    if (isinstance(v, dict) and v.get("label") in verdict.LABELS and isinstance(v.get("evidence"), list)
+            and all(isinstance(e, str) for e in v["evidence"]) and isinstance(v.get("hint"), (str, type(None)))):
+        return v
+    return verdict.judge(data)
+
+
 def summary_table(results: list[tuple[Path, dict]]):
-    from rich.markup import escape
     from rich.table import Table
+
+    from dnnbench.console import escape
 
     from dnnbench.results import numbers
     from dnnbench.workloads import stats
@@ -73,7 +84,8 @@ def summary_table(results: list[tuple[Path, dict]]):
     table = Table(title=f"dnnbench results (throughput = {numbers.STATISTIC} over the timed windows)")
     for col, justify in (("workload", "left"), ("status", "left"), ("throughput", "right"),
                          ("+-95% CI %", "right"), ("window median", "right"), ("per GPU", "right"),
-                         ("batch", "right"), ("amp", "left"), ("device", "left")):
+                         ("batch", "right"), ("amp", "left"), ("device", "left"),
+                         ("verdict", "left")):
         table.add_column(col, justify=justify, overflow="fold")
     for path, data in results:
         head = numbers.run_headline(data)
@@ -85,13 +97,18 @@ def summary_table(results: list[tuple[Path, dict]]):
                       f"{numbers.fmt(head['value'])} {escape(str(data.get('unit', '')))}",
                       number(head["ci95_pct"]), numbers.fmt(head["median"]), numbers.fmt(per["value"]),
                       escape(str(opts.get("batch_size", "-"))), escape(str(opts.get("amp", "-"))),
-                      escape(gpu_name(data)))
+                      escape(gpu_name(data)), escape(verdict_of(data)["label"]))
     return table
 
 
 def show_outcome(run_dir: Path, data: dict) -> None:
     """After a run: its summary row, and what went wrong when it did."""
-    from dnnbench.console import err, out
+    from rich.text import Text
+
+    from dnnbench.console import err, escape, out
     out.print(summary_table([(run_dir, data)]))
+    v = verdict_of(data)
+    if v["label"] != "unknown":
+        out.print(Text(f"{v['label']}: " + "; ".join(v["evidence"]) + (f"\nhint: {v['hint']}" if v["hint"] else "")))
     if data.get("status") != "ok":
-        err.print(f"[red]{data.get('status')}[/]: {data.get('message')}", soft_wrap=True)
+        err.print(f"[red]{escape(data.get('status'))}[/]: {escape(data.get('message'))}", soft_wrap=True)

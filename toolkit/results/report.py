@@ -2,6 +2,7 @@
 every result file (never from a summary someone wrote), grouped per system and job."""
 from __future__ import annotations
 
+import collections
 import csv
 import io
 import json
@@ -15,7 +16,7 @@ from dnnbench.workloads import schema
 from dnnbench.console import number
 from dnnbench.errors import DnnbenchError
 from dnnbench.results import baseline as baseline_mod, numbers
-from dnnbench.results.record import gpu_model, gpu_name
+from dnnbench.results.record import gpu_model, gpu_name, verdict_of
 
 FORMATS = ("table", "csv", "md", "json", "html")
 
@@ -35,6 +36,7 @@ class Job:
     efficiencies: list[float] = field(default_factory=list)  # scaling efficiency the runs measured
     failed: list[str] = field(default_factory=list)      # statuses of the runs that were not ok
     paths: list[str] = field(default_factory=list)
+    verdicts: list[str] = field(default_factory=list)    # one label per ok run (workloads/verdict.py)
 
     @property
     def n(self) -> int:
@@ -61,18 +63,50 @@ class Job:
         return self.headline["sd_pct"]
 
 
-def find_results(paths: list[Path]) -> list[Path]:
+def find_results(paths: list[Path], skipped: list[tuple[str, str]] | None = None) -> list[Path]:
+    """Every result.json named or under the folders named (links to folders not followed, so a
+    link loop ends); folders that cannot be listed go to `skipped` as (path, why)."""
+    import os
     files: list[Path] = []
+    skipped = [] if skipped is None else skipped
     for p in paths:
-        if p.is_file():
-            files.append(p)
-        elif p.is_dir():
-            files.extend(sorted(p.rglob(schema.RESULT_FILE)))
+        if p.is_dir():
+            def unlisted(exc: OSError) -> None:
+                skipped.append((str(exc.filename or p), f"cannot list it: {exc.strerror or exc}"))
+            found = [Path(top) / schema.RESULT_FILE for top, dirs, names in os.walk(p, onerror=unlisted)
+                     if schema.RESULT_FILE in names or schema.RESULT_FILE in dirs]
+            files.extend(sorted(found))
+        elif os.path.lexists(p):
+            files.append(p)        # a file, or something read() refuses by name and reason
         else:
             raise DnnbenchError(f"{p} does not exist")
-    if not files:
+    if not files and not skipped:
         raise DnnbenchError(f"no {schema.RESULT_FILE} under {', '.join(map(str, paths))}")
     return files
+
+
+def read_results(paths: list[Path], strict: bool = False) -> list[tuple[Path, dict]]:
+    """The valid results under `paths`. Every file left out is named on stderr with why; with
+    `strict`, any left out is an error (so statistics never quietly miss a run)."""
+    from dnnbench.console import warn
+    skipped: list[tuple[str, str]] = []
+    results = []
+    for path in find_results(paths, skipped):
+        try:
+            results.append((path, schema.read(str(path))))
+        except ValueError as exc:
+            text = str(exc)
+            skipped.append((str(path), text[len(str(path)) + 2:] if text.startswith(f"{path}: ") else text))
+        except OSError as exc:
+            skipped.append((str(path), f"cannot read it: {exc.strerror or exc}"))
+    for path, why in skipped:
+        warn(f"skipped {path}: {why}")
+    if skipped and strict:
+        raise DnnbenchError(f"{len(skipped)} result file(s) skipped (named above) and --strict is set")
+    if not results:
+        raise DnnbenchError(f"no readable {schema.RESULT_FILE} under {', '.join(map(str, paths))}"
+                            + (f" ({len(skipped)} skipped, named above)" if skipped else ""))
+    return results
 
 
 def job_name(data: dict) -> str:
@@ -89,16 +123,10 @@ def rate(data: dict) -> float | None:
     return numbers.run_headline(data)["value"]
 
 
-def collect(paths: list[Path], system: str | None = None) -> dict[tuple[str, str], Job]:
+def collect(paths: list[Path], system: str | None = None, strict: bool = False) -> dict[tuple[str, str], Job]:
     """Jobs keyed by (system, job); `system` overrides the label (e.g. for compare)."""
     jobs: dict[tuple[str, str], Job] = {}
-    problems = []
-    for path in find_results(paths):
-        try:
-            data = schema.read(str(path))
-        except (ValueError, OSError) as exc:
-            problems.append(str(exc))
-            continue
+    for path, data in read_results(paths, strict):
         if data.get("copy_of"):
             continue   # counted in its parallel run's combined result
         opts = data.get("options") or {}
@@ -115,26 +143,20 @@ def collect(paths: list[Path], system: str | None = None) -> dict[tuple[str, str
         else:
             job.rates.append(r)
             job.results.append(numbers.essentials(data))
+            job.verdicts.append(verdict_of(data)["label"])
             if (data.get("scaling") or {}).get("efficiency"):
                 job.efficiencies.append(data["scaling"]["efficiency"])
-    if not jobs:
-        raise DnnbenchError("no readable results: " + "; ".join(problems[:3]))
     return jobs
 
 
-def load_baseline(path: Path) -> dict[str, float]:
+def load_baseline(path: Path, strict: bool = False) -> dict[str, float]:
     """Targets per job: a YAML/JSON mapping {job: throughput} (or {job: {throughput: x}}, or
     ReFrame-style bounds {job: {target: x, lower: -0.05, upper: null}} / {job: {floor: x}}, see
     results/baseline.py), or a results folder whose jobs' figures become the targets."""
     if path.is_dir():
-        return {j.job: j.throughput for j in collect([path]).values() if j.throughput}
-    if not path.is_file():
-        raise DnnbenchError(f"baseline {path} does not exist")
-    import yaml
-    try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise DnnbenchError(f"baseline {path} is not valid YAML/JSON: {exc}") from None
+        return {j.job: j.throughput for j in collect([path], strict=strict).values() if j.throughput}
+    from dnnbench import yaml_files
+    data = yaml_files.load(path, "baseline")
     if isinstance(data, dict) and "targets" in data:
         data = data["targets"]
     if not isinstance(data, dict):
@@ -145,8 +167,8 @@ def load_baseline(path: Path) -> dict[str, float]:
             out[str(job)] = baseline_mod.parse(path, str(job), value)
             continue
         value = value.get("throughput") if isinstance(value, dict) else value
-        if not isinstance(value, (int, float)) or value <= 0:
-            raise DnnbenchError(f"baseline {path}: job {job!r} needs a positive throughput, got {value!r}")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
+            raise DnnbenchError(f"baseline {path}: job {job!r} needs a finite positive throughput, got {value!r}")
         out[str(job)] = float(value)
     return out
 
@@ -159,8 +181,8 @@ def parse_weights(items: list[str]) -> dict[str, float]:
             weights[name] = float(value)
         except ValueError:
             raise DnnbenchError(f"--weight expects JOB=NUMBER, got {item!r}") from None
-        if not sep or weights[name] < 0:
-            raise DnnbenchError(f"--weight expects JOB=NUMBER >= 0, got {item!r}")
+        if not sep or not 0 <= weights[name] < math.inf:
+            raise DnnbenchError(f"--weight expects JOB=NUMBER, a finite number >= 0, got {item!r}")
     return weights
 
 
@@ -176,12 +198,21 @@ def scaling_efficiency(j: Job, jobs: dict) -> float | None:
     return statistics.mean(j.efficiencies) if j.efficiencies else None
 
 
+def job_verdict(labels: list[str]) -> str | None:
+    """The runs' most common verdict, with its share when they disagree."""
+    if not labels:
+        return None
+    label, k = collections.Counter(labels).most_common(1)[0]
+    return label if k == len(labels) else f"{label} ({k}/{len(labels)})"
+
+
 def rows(jobs: dict, baseline: dict | None, tolerance: float) -> list[dict]:
     out = []
     for (system, name), j in sorted(jobs.items()):
         row = {"system": system, "job": name, "workload": j.workload, "batch_size": j.batch_size, "amp": j.amp,
                "world_size": j.world_size, "unit": j.unit, "n": j.n, "failed": len(j.failed),
-               "throughput": j.throughput, **_statistics(j.headline), "scaling": scaling_efficiency(j, jobs)}
+               "throughput": j.throughput, **_statistics(j.headline), "scaling": scaling_efficiency(j, jobs),
+               "verdict": job_verdict(j.verdicts)}
         if baseline is not None:
             row.update(baseline_mod.judge(baseline.get(name), j.headline, tolerance))
         out.append(row)
@@ -215,10 +246,11 @@ def _fmt(v, digits=1):
 
 
 COLUMNS = [("system", "system"), ("job", "job"), ("n", "n"), ("failed", "failed"), ("throughput", "throughput"),
-           ("ci95_pct", "+-95% CI %"), ("median", "window median"), ("sd_pct", "sd% (runs)"), ("unit", "unit")]
+           ("ci95_pct", "+-95% CI %"), ("median", "window median"), ("sd_pct", "sd% (runs)"), ("unit", "unit"),
+           ("verdict", "verdict")]
 TRIMMED_COLUMNS = [("trimmed", "trimmed"), ("trimmed_n", "n trimmed")]
 SCALING_COLUMNS = [("world_size", "ranks"), ("scaling", "scaling eff.")]
-BASELINE_COLUMNS = [("target", "target"), ("bounds", "bounds"), ("diff_pct", "diff%"), ("verdict", "verdict")]
+BASELINE_COLUMNS = [("target", "target"), ("bounds", "bounds"), ("diff_pct", "diff%"), ("target_verdict", "vs target")]
 
 
 def columns(table: list[dict], with_baseline: bool) -> list[tuple[str, str]]:
@@ -257,12 +289,12 @@ def render(table: list[dict], fmt: str, *, total_score: float | None, with_basel
     if fmt == "table":
         from rich.table import Table
 
-        from dnnbench.console import out
+        from dnnbench.console import escape, out
         t = Table(title=f"dnnbench report (throughput = {numbers.STATISTIC} over every timed window)")
         for k, h in cols:
             t.add_column(h, justify="left" if k in ("system", "job", "unit") else "right", overflow="fold")
         for r in table:
-            t.add_row(*[cell(r, k) for k, _ in cols])
+            t.add_row(*[escape(cell(r, k)) for k, _ in cols])
         out.print(t)
         if total_score is not None:
             out.print(f"score (weighted geometric mean of throughput/target): {total_score:.3f}")
@@ -307,13 +339,16 @@ def lambda_csv(jobs: dict) -> str:
 
 
 def report_command(paths: list[Path], fmt: str, baseline: Path | None, weights: list[str], tolerance: float,
-                   output: Path | None, plots: Path | None, wide_csv: Path | None) -> int:
+                   output: Path | None, plots: Path | None, wide_csv: Path | None, strict: bool = False) -> int:
     if fmt not in FORMATS:
         raise DnnbenchError(f"unknown format {fmt!r}: choose {', '.join(FORMATS)}")
-    jobs = collect(paths)
-    targets = load_baseline(baseline) if baseline else None
+    if not 0 <= tolerance < 1:
+        raise DnnbenchError(f"--tolerance {tolerance}: give a fraction from 0 to below 1, e.g. 0.05")
+    weights = parse_weights(weights)
+    jobs = collect(paths, strict=strict)
+    targets = load_baseline(baseline, strict) if baseline else None
     table = rows(jobs, targets, tolerance)
-    total = score(table, parse_weights(weights)) if targets else None
+    total = score(table, weights) if targets else None
     if wide_csv:
         _write(wide_csv, lambda_csv(jobs))
     if plots or fmt == "html":
@@ -337,7 +372,7 @@ def report_command(paths: list[Path], fmt: str, baseline: Path | None, weights: 
 
 
 def _exit(table: list[dict]) -> int:
-    return 1 if any(r.get("verdict") == "fail" for r in table) else 0
+    return 1 if any(r.get("target_verdict") == "fail" for r in table) else 0
 
 
 def _write(path: Path, text: str) -> None:
@@ -350,14 +385,13 @@ def _write(path: Path, text: str) -> None:
     info(f"wrote {path}")
 
 
-def compare_command(a: Path, b: Path, tolerance: float = 0.05) -> dict[str, str]:
+def compare_command(a: Path, b: Path, tolerance: float = 0.05, strict: bool = False) -> dict[str, str]:
     """A and B side by side, job by job, with B/A, its 95 % CI and a verdict; returns the verdicts."""
-    from rich.markup import escape
     from rich.table import Table
 
-    from dnnbench.console import out
-    ja = {n: j for (_, n), j in collect([a], system="A").items()}
-    jb = {n: j for (_, n), j in collect([b], system="B").items()}
+    from dnnbench.console import escape, out
+    ja = {n: j for (_, n), j in collect([a], system="A", strict=strict).items()}
+    jb = {n: j for (_, n), j in collect([b], system="B", strict=strict).items()}
     t = Table(title=escape(f"A = {a}   B = {b}   (throughput = {numbers.STATISTIC}; verdict: the 95% CI of "
                            f"B/A within 1 +- {tolerance:g})"))
     for h in ("job", "A", "+-95% A", "B", "+-95% B", "B/A", "B/A 95% CI", "verdict"):

@@ -7,22 +7,28 @@ from __future__ import annotations
 
 import collections
 import difflib
+import math
 import os
-import re
-import secrets
-import time
 from pathlib import Path
 
+from dnnbench import names
 from dnnbench.runs import gpus as gpus_mod
 from dnnbench.runs import plan as plan_mod
 from dnnbench.runs.manifest import host_manifest
 from dnnbench.runs.options import PROFILERS, RUNTIME_ALIASES, RunOptions, harness_values
-from dnnbench.workloads.options import AMP
+from dnnbench.workloads.options import AMP, BY_NAME
 from dnnbench.console import err, info, out
 from dnnbench.errors import DnnbenchError
 
-_RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,100}$")
 EXIT_TIMEOUT = 124
+# harness flags the host sets itself: after `--` they would point the run elsewhere
+HOST_SET = tuple(BY_NAME[n].flag for n in ("results", "run_id", "device", "profile_window", "scaling_reference")) \
+    + ("--data", "--synthetic")
+
+
+def nproc_limit() -> int:
+    """The most CPU processes one run may start: more than a few per core only thrashes."""
+    return 4 * (os.cpu_count() or 1)
 
 
 def check_workload(name: str) -> tuple[str, str | None]:
@@ -65,14 +71,25 @@ def check_options(opts: RunOptions) -> None:
         harness.validate(counts)
     except UsageError as exc:
         raise DnnbenchError(str(exc)) from None
-    if opts.nproc is not None and opts.nproc < 1:
-        raise DnnbenchError("--nproc must be at least 1")
+    if opts.nproc is not None and not 1 <= opts.nproc <= nproc_limit():
+        raise DnnbenchError(f"--nproc {opts.nproc}: give 1 to {nproc_limit()} (4 per core of this host)")
     if opts.amp not in (None, *AMP):
         raise DnnbenchError(f"--amp {opts.amp!r}: choose fp16, bf16 or none")
-    if opts.timeout is not None and opts.timeout <= 0:
-        raise DnnbenchError("--timeout must be positive (seconds)")
-    if opts.run_id is not None and not _RUN_ID.match(opts.run_id):
-        raise DnnbenchError(f"--run-id {opts.run_id!r}: use letters, digits, '.', '_' and '-'")
+    if opts.timeout is not None and not (math.isfinite(opts.timeout) and opts.timeout > 0):
+        raise DnnbenchError(f"--timeout {opts.timeout}: give a positive number of seconds")
+    if opts.run_id is not None:
+        names.path_component(opts.run_id, "--run-id")
+    check_extra(opts.extra)
+
+
+def check_extra(extra: list[str]) -> None:
+    """Options after `--` go to the workload, but none may set what the host sets (the result
+    folder, run id, device, data): argparse also takes any unambiguous prefix of a flag."""
+    for word in extra:
+        flag = word.split("=", 1)[0]
+        if flag.startswith("--") and len(flag) > 2 and any(f.startswith(flag) for f in HOST_SET):
+            raise DnnbenchError(f"option {word!r} after `--` would override what dnnbench sets "
+                                f"({', '.join(HOST_SET)}): use dnnbench's own --results, --run-id, --gpus, --data")
 
 
 def check_profile(profile: str | None, gpu_ids: list[str] | None, img) -> str | None:
@@ -107,9 +124,24 @@ def profiled(argv: list[str], profile: str | None, python: str, results_in: str)
     return [python, "-m", "dnnbench.workloads.profile", profile, f"{results_in}/profile", "--"] + argv + window
 
 
+def check_writable(folder: Path, what: str) -> None:
+    """A dry run makes nothing, but says now what a real run would find: the nearest existing
+    folder on the way must be a writable folder."""
+    path = folder.expanduser().absolute()
+    while not os.path.lexists(path) and path != path.parent:
+        path = path.parent
+    if not path.is_dir():
+        raise DnnbenchError(f"{what} {folder} is not writable: {path} is not a folder")
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise DnnbenchError(f"{what} {folder} is not writable: no write permission in {path}")
+
+
 def make_run_dir(results: Path, run_id: str, dry_run: bool, run_dir: Path | None = None) -> Path:
-    run_dir = (run_dir or results / run_id).expanduser().resolve()
+    if run_dir is None:   # suites give the folder (job/rN) themselves, made of checked names
+        names.path_component(run_id, "--run-id")
+    run_dir = names.inside(results, run_dir or results / run_id, "run folder")
     if dry_run:
+        check_writable(results, "results dir")
         return run_dir
     if (run_dir / "result.json").exists():
         raise DnnbenchError(f"{run_dir} already holds a result: choose another --run-id")
@@ -149,6 +181,11 @@ def resolve_image(opts: RunOptions, runtime: str):
     from dnnbench.containers import resolve as image
     if runtime == "host":
         return image.host()
+    if opts.image and runtime == "docker":
+        names.image_ref(opts.image)
+    if opts.base:
+        from dnnbench.containers import catalog
+        catalog.resolve(opts.base)     # an unknown base is refused in a dry run too
     if opts.dry_run:  # show the plan without touching an engine
         ref = opts.image or (f"dnnbench:{opts.base}" if opts.base else "<most recent dnnbench image>")
         return image.RunImage(ref=ref, base=opts.base, python="python3", accelerator="nvidia")
@@ -178,7 +215,7 @@ def build_plan(opts: RunOptions) -> plan_mod.RunPlan:
     if gpu_ids and opts.nproc:
         raise DnnbenchError("--nproc is for CPU runs; with --gpus one process runs per GPU")
     data = check_data(opts.data, workload, kind)
-    run_id = opts.run_id or f"{time.strftime('%Y%m%d-%H%M%S')}-{workload}-{secrets.token_hex(2)}"
+    run_id = opts.run_id or names.new_run_id(workload)
     run_dir = make_run_dir(opts.results, run_id, opts.dry_run, opts.run_dir)
     img = resolve_image(opts, runtime)
     profile = check_profile(opts.profile, gpu_ids, img)
@@ -196,6 +233,9 @@ def build_plan(opts: RunOptions) -> plan_mod.RunPlan:
     if runtime == "docker":
         env["HOME"] = "/tmp"   # the run's uid may have no home in the image
     mounts = run_mounts(data, run_dir) if contained else []
+    if runtime == "singularity":
+        for mount in mounts:
+            plan_mod.apptainer_bind(mount)    # refused now, before anything is written
     return plan_mod.RunPlan(
         runtime=runtime, workload=workload, run_id=run_id, run_dir=str(run_dir), image=img.ref, argv=argv,
         env=env, mounts=mounts, accelerator=img.accelerator, gpus=gpu_ids,

@@ -104,12 +104,23 @@ def apptainer_env(plan: RunPlan) -> dict:
     return env
 
 
+def apptainer_bind(m: Mount) -> str:
+    """A mount as `--bind src:dst[:ro]`. The spec has no quoting: a ',' would start another
+    bind and a ':' shift the fields, so such paths are refused rather than mis-mounted."""
+    for path in (m.source, m.target):
+        if "," in path or ":" in path:
+            from dnnbench.errors import DnnbenchError
+            raise DnnbenchError(f"Apptainer cannot bind {path!r}: its --bind spec has no way to quote ',' or ':'; "
+                                "use a path without them (a symlink to it works)")
+    return f"{m.source}:{m.target}" + (":ro" if m.read_only else "")
+
+
 def apptainer_command(plan: RunPlan, exe: str = "apptainer") -> list[str]:
     cmd = [exe, "exec", "--cleanenv", "--pwd", plan.workdir]
     if plan.gpus:
         cmd += ["--rocm"] if plan.accelerator == "amd" else ["--nv"]
     for m in plan.mounts:
-        cmd += ["--bind", f"{m.source}:{m.target}" + (":ro" if m.read_only else "")]
+        cmd += ["--bind", apptainer_bind(m)]
     for k, v in apptainer_env(plan).items():
         cmd += ["--env", f"{k}={v}"]
     return pinned(plan, cmd + [plan.image or "IMAGE.sif"] + plan.argv)

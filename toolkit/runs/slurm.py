@@ -15,15 +15,16 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dnnbench import __version__
+from dnnbench import __version__, names
 from dnnbench.runs import plan as plan_mod
 from dnnbench.runs import launch as run_mod
 from dnnbench.console import err, info, out
 from dnnbench.errors import DnnbenchError
 
 SCRIPT = "job.sbatch"
-_TIME = re.compile(r"^(\d+|\d+:\d{2}|\d+:\d{2}:\d{2}|\d+-\d+|\d+-\d+:\d{2}|\d+-\d+:\d{2}:\d{2})$")
-_NAME = re.compile(r"^[A-Za-z0-9_.,+-]+$")
+# fullmatch everywhere: `$` also matches before a trailing newline, which would end an #SBATCH line
+_TIME = re.compile(r"\d+|\d+:\d{2}|\d+:\d{2}:\d{2}|\d+-\d+|\d+-\d+:\d{2}|\d+-\d+:\d{2}:\d{2}")
+_NAME = re.compile(r"[A-Za-z0-9_.,+-]+")
 _ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=.*$")
 # Shell variables the script sets; kept unquoted through shlex by these stand-ins.
 _VARS = {"@NTASKS@": "${SLURM_NTASKS}", "@HEAD@": "${HEAD}", "@PORT@": "${PORT}", "@JOB@": "${SLURM_JOB_ID}"}
@@ -54,10 +55,10 @@ def _check(o: SlurmOptions) -> None:
         raise DnnbenchError("--gpus-per-node must be 0 (CPU) or more")
     if o.nproc_per_node is not None and (o.nproc_per_node < 1 or o.gpus_per_node):
         raise DnnbenchError("--nproc-per-node is for CPU runs (at least 1); with GPUs one process runs per GPU")
-    if o.time is not None and not _TIME.match(o.time):
+    if o.time is not None and not _TIME.fullmatch(o.time):
         raise DnnbenchError(f"--time {o.time!r}: use Slurm's forms, e.g. 30, 1:30:00 or 1-12:00:00")
     for flag, value in (("--partition", o.partition), ("--account", o.account)):
-        if value is not None and not _NAME.match(value):
+        if value is not None and not _NAME.fullmatch(value):
             raise DnnbenchError(f"{flag} {value!r}: letters, digits and . , _ + - only")
     if o.cpus_per_task is not None and o.cpus_per_task < 1:
         raise DnnbenchError("--cpus-per-task must be at least 1")
@@ -120,7 +121,7 @@ def render(o: SlurmOptions, dry_run: bool = False) -> tuple[str, Path, str]:
     run_mod.check_options(opts)
     data = run_mod.check_data(opts.data, workload, kind)
     img = _image(o, dry_run)
-    run_id = opts.run_id or f"{time.strftime('%Y%m%d-%H%M%S')}-{workload}-slurm"
+    run_id = opts.run_id or names.new_run_id(workload, "slurm")
     run_dir = run_mod.make_run_dir(opts.results, run_id, dry_run)
     contained = opts.runtime != "host"
     gpus = o.gpus_per_node > 0

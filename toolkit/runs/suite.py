@@ -11,40 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dnnbench.errors import DnnbenchError, EngineUnavailable
-from dnnbench.workloads.options import HOST_OPTIONS
+from dnnbench.runs.suite_schema import OPTION_NAMES
 
-JOB_KEYS = {"name", "workload", "batch_size", "amp", "repeats", "timeout", "gpus", "nproc", "parallel", "data",
-            "options", "extra", "image", "base", "runtime"}
-# harness options a job sets under `options:`; batch_size and amp are job keys of their own (sweeps)
-OPTION_KEYS = {o.name for o in HOST_OPTIONS} - {"batch_size", "amp"}
 FINAL = {"ok", "nan", "oom", "error", "timeout"}   # an interrupted run is redone on --resume
-
-
-class _Mapping(dict):
-    line = 0
-    key_lines: dict = {}
-
-
-def _load_yaml(path: Path):
-    import yaml
-
-    class Loader(yaml.SafeLoader):
-        pass
-
-    def mapping(loader, node):
-        m = _Mapping(loader.construct_mapping(node, deep=True))
-        m.line = node.start_mark.line + 1
-        m.key_lines = {k.value: k.start_mark.line + 1 for k, _ in node.value}
-        return m
-    Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
-    try:
-        return yaml.load(path.read_text(), Loader=Loader)  # noqa: S506 - SafeLoader subclass
-    except OSError as exc:
-        raise DnnbenchError(f"cannot read suite {path}: {exc.strerror or exc}") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f":{mark.line + 1}" if mark else ""
-        raise DnnbenchError(f"{path}{where}: not valid YAML: {getattr(exc, 'problem', exc)}") from None
 
 
 @dataclass
@@ -70,62 +39,61 @@ def _list(value):
 
 
 def load(path: Path) -> Suite:
+    from dnnbench import names, yaml_files
+    from dnnbench.runs import suite_schema
+    from dnnbench.runs.launch import check_extra, check_options
+    from dnnbench.runs.options import RunOptions
     from dnnbench.workloads import WORKLOADS
 
-    doc = _load_yaml(path)
-    if not isinstance(doc, dict) or not isinstance(doc.get("jobs"), list) or not doc["jobs"]:
-        raise DnnbenchError(f"{path}:1: a suite needs a non-empty `jobs:` list")
-    unknown_top = set(doc) - {"name", "defaults", "jobs", "description"}
-    if unknown_top:
-        key = sorted(unknown_top)[0]
-        raise DnnbenchError(f"{path}:{doc.key_lines.get(key, 1)}: unknown key {key!r} (name, description, defaults, jobs)")
-    defaults = doc.get("defaults") or {}
+    doc = yaml_files.load(path, "suite")
+    suite_schema.check_top(doc, path)
+    top = getattr(doc, "key_lines", {})
+    suite_name = doc.get("name") or path.stem
+    try:
+        names.path_component(suite_name, "suite name")
+    except DnnbenchError as exc:
+        raise DnnbenchError(f"{path}:{top.get('name', 1)}: {exc}" + ("" if doc.get("name") else
+                            " (the file's name is the suite's name: add a `name:`)")) from None
+    raw_defaults = doc.get("defaults") or {}
+    defaults = suite_schema.check_job(raw_defaults, lambda key: f"{path}:{getattr(raw_defaults, 'key_lines', {}).get(key, top.get('defaults', 1))}")
     runs, seen = [], set()
     for raw in doc["jobs"]:
-        line = getattr(raw, "line", 1)
+        line = getattr(raw, "line", top.get("jobs", 1))
         if not isinstance(raw, dict):
             raise DnnbenchError(f"{path}:{line}: each job is a mapping with at least `workload:`")
-        job = {**defaults, **raw}
         where = lambda key: f"{path}:{getattr(raw, 'key_lines', {}).get(key, line)}"  # noqa: E731
-        for key in job:
-            if key not in JOB_KEYS:
-                close = difflib.get_close_matches(key, JOB_KEYS, n=1)
-                raise DnnbenchError(f"{where(key)}: unknown job key {key!r}"
-                                    + (f"; did you mean {close[0]}?" if close else ""))
+        own = suite_schema.check_job(raw, where)
+        job = {**defaults, **own, "options": {**defaults.get("options", {}), **own.get("options", {})}}
         workload = job.get("workload")
         if workload not in WORKLOADS:
             close = difflib.get_close_matches(str(workload), list(WORKLOADS), n=2)
-            raise DnnbenchError(f"{where('workload')}: unknown workload {workload!r}"
+            raise DnnbenchError(f"{where('workload')}: " + ("a job needs `workload:`" if workload is None else
+                                f"unknown workload {workload!r}")
                                 + (f"; did you mean {', '.join(close)}?" if close else ""))
-        opts = {**(defaults.get("options") or {}), **(raw.get("options") or {})}
-        for key in opts:
-            if key not in OPTION_KEYS:
-                raise DnnbenchError(f"{where('options')}: unknown option {key!r} ({', '.join(sorted(OPTION_KEYS))})")
-        for b in _list(job.get("batch_size")):
-            if b is not None and (not isinstance(b, int) or b < 1):
-                raise DnnbenchError(f"{where('batch_size')}: batch_size must be a positive integer or a list, got {b!r}")
-        for a in _list(job.get("amp", "none")):
-            if a not in ("none", "fp16", "bf16"):
-                raise DnnbenchError(f"{where('amp')}: amp must be none, fp16 or bf16, got {a!r}")
-        repeats = job.get("repeats", 1)
-        if not isinstance(repeats, int) or repeats < 1:
-            raise DnnbenchError(f"{where('repeats')}: repeats must be a positive integer")
-        timeout = job.get("timeout")
-        if timeout is not None and (not isinstance(timeout, (int, float)) or timeout <= 0):
-            raise DnnbenchError(f"{where('timeout')}: timeout must be positive seconds")
-        parallel = job.get("parallel")
-        if parallel is not None and parallel != "per-gpu" and not (isinstance(parallel, int) and parallel >= 1):
-            raise DnnbenchError(f"{where('parallel')}: parallel is per-gpu or a number of CPU copies")
-        name = str(job.get("name") or workload)
-        for b, a in itertools.product(_list(job.get("batch_size")), _list(job.get("amp", "none"))):
+        name = job.get("name") or workload
+        try:
+            names.path_component(name, "job name")
+            check_extra([str(x) for x in job.get("extra") or []])
+        except DnnbenchError as exc:
+            raise DnnbenchError(f"{where('name' if 'name' in str(exc) else 'extra')}: {exc}") from None
+        repeats = job.get("repeats") or 1
+        for b, a in itertools.product(_list(job.get("batch_size")), _list(job.get("amp") or "none")):
+            try:   # the run's own checks (counts, ranges), now rather than mid-suite
+                check_options(RunOptions(workload=workload, batch_size=b, amp=a, nproc=job.get("nproc"),
+                                         timeout=job.get("timeout"), **job["options"]))
+            except DnnbenchError as exc:
+                raise DnnbenchError(f"{where('options')}: {exc}") from None
             label = name + (f"-bs{b}" if b else "") + ("" if a == "none" else f"-{a}")
+            names.path_component(label, "job")
             if label in seen:
                 raise DnnbenchError(f"{where('name')}: job {label!r} appears twice; give one a `name:`")
             seen.add(label)
             for r in range(1, repeats + 1):
                 runs.append(Run(job=label, run_id=f"{label}/r{r}", workload=workload, batch_size=b, amp=a,
-                                repeat_index=r, spec={**job, "options": opts}))
-    return Suite(name=str(doc.get("name") or path.stem), path=path, runs=runs)
+                                repeat_index=r, spec=job))
+            if len(runs) > suite_schema.MAX_RUNS:
+                raise DnnbenchError(f"{where('repeats')}: the suite expands to more than {suite_schema.MAX_RUNS} runs")
+    return Suite(name=suite_name, path=path, runs=runs)
 
 
 def _status(run_dir: Path) -> str | None:
@@ -143,6 +111,7 @@ def _options(run: Run, *, results: Path, run_id: str, overrides: dict, gpus: str
     from dnnbench.runs.options import RunOptions
     spec, opts = run.spec, run.spec["options"]
     data = spec.get("data")
+    gpus = None if gpus is None else str(gpus)
     return RunOptions(
         workload=run.workload, data=Path(data) if data else None, gpus=gpus, nproc=spec.get("nproc"),
         runtime=overrides.get("runtime") or spec.get("runtime") or "docker",
@@ -150,7 +119,7 @@ def _options(run: Run, *, results: Path, run_id: str, overrides: dict, gpus: str
         build=False, results=results, run_id=f"{results.name}.{run_id}".replace("/", "."),
         run_dir=results / run_id, timeout=spec.get("timeout"), quiet=True,
         batch_size=run.batch_size, amp=run.amp, extra=[str(x) for x in spec.get("extra") or []],
-        cpuset=cpuset, memory=memory, **{key: _option(key, opts, overrides) for key in OPTION_KEYS})
+        cpuset=cpuset, memory=memory, **{key: _option(key, opts, overrides) for key in OPTION_NAMES})
 
 
 def _option(key: str, opts: dict, overrides: dict):
@@ -236,13 +205,14 @@ def suite_command(path: Path, *, only: list[str], resume: bool, results: Path, o
                 dry_run: bool) -> int:
     from rich.progress import MofNCompleteColumn, TimeElapsedColumn
 
-    from dnnbench.console import info, progress
+    from dnnbench import names
+    from dnnbench.console import escape, info, progress
     suite = load(path)
     runs = [r for r in suite.runs if not only or any(fnmatch.fnmatchcase(r.job, g) for g in only)]
     if not runs:
         raise DnnbenchError(f"--only {' '.join(only)} matches no job; jobs: "
                             + ", ".join(sorted({r.job for r in suite.runs})))
-    suite_dir = (results / suite.name).resolve()
+    suite_dir = names.inside(results, results / suite.name, "suite folder")
     if dry_run:
         for r in runs:
             print(f"{r.run_id}\t{r.workload}\tbatch={r.batch_size or 'default'}\tamp={r.amp}"
@@ -256,11 +226,11 @@ def suite_command(path: Path, *, only: list[str], resume: bool, results: Path, o
     info(f"suite {suite.name}: {len(runs)} runs, {len(done)} already done, {len(todo)} to go; results in {suite_dir}")
     failures = 0
     with progress(MofNCompleteColumn(), TimeElapsedColumn()) as bar:
-        task = bar.add_task(suite.name, total=len(runs), completed=len(done))
+        task = bar.add_task(escape(suite.name), total=len(runs), completed=len(done))
         for r in todo:
-            bar.update(task, description=f"{suite.name}: {r.run_id}")
-            partial = suite_dir / r.run_id
-            if partial.exists() and _status(partial) not in FINAL:
+            bar.update(task, description=escape(f"{suite.name}: {r.run_id}"))
+            partial = names.inside(suite_dir, suite_dir / r.run_id, "run folder")
+            if partial.is_dir() and not partial.is_symlink() and _status(partial) not in FINAL:
                 import shutil
                 shutil.rmtree(partial)   # a run cut off mid-way starts again
             try:
@@ -269,14 +239,14 @@ def suite_command(path: Path, *, only: list[str], resume: bool, results: Path, o
                 raise   # no later run can succeed either
             except DnnbenchError as exc:
                 status = "error"
-                bar.console.print(f"[red]{r.run_id}: {exc}[/]", soft_wrap=True)
+                bar.console.print(f"[red]{escape(r.run_id)}: {escape(exc)}[/]", soft_wrap=True)
             if status == "interrupted":
-                bar.console.print(f"[yellow]suite interrupted at {r.run_id}[/]: `dnnbench suite run {path} "
-                                  f"--resume` goes on from there")
+                bar.console.print(f"[yellow]suite interrupted at {escape(r.run_id)}[/]: "
+                                  + escape(f"`dnnbench suite run {path} --resume` goes on from there"))
                 return 130
             if status != "ok":
                 failures += 1
-                bar.console.print(f"[red]{r.run_id}: {status}[/] (recorded; the suite goes on)")
+                bar.console.print(f"[red]{escape(r.run_id)}: {escape(status)}[/] (recorded; the suite goes on)")
             bar.advance(task)
     info(f"suite {suite.name}: {len(todo) - failures} ok, {failures} failed; "
          f"`dnnbench report {suite_dir}` summarizes it")

@@ -1,6 +1,7 @@
 """Image classification workloads on torchvision models (no pretrained weights, never a download)."""
 from .. import compat, data
 from ..harness import Workload
+from ..loaders import BACKENDS
 
 
 class Classifier(Workload):
@@ -8,6 +9,7 @@ class Classifier(Workload):
     image_size = 224
     num_classes = 1000
     data_kind = "imagenet"
+    loaders = BACKENDS              # --loader choices: PIL in workers, GPU decode, DALI
     default_batch_size = 64
     extra = {}
 
@@ -50,12 +52,21 @@ class InceptionV3(Classifier):
     default_batch_size = 128
 
     def build(self, args):
+        import sys
+
         import torchvision
         ctor = torchvision.models.inception_v3
+        # The aux head pools to 1x1 before a BatchNorm, which cannot train on one value per
+        # channel: at batch 1 the model trains without it, and the result records that.
+        args.aux_logits = args.batch_size > 1
+        if not args.aux_logits:
+            sys.stderr.write("[inception_v3] batch 1: training without the aux head (its BatchNorm needs 2+ "
+                             "samples); recorded as options.aux_logits = false\n")
         try:  # torchvision >= 0.8 warns unless init_weights is explicit
-            return compat.call_model(ctor, num_classes=self.num_classes, aux_logits=True, init_weights=True)
+            return compat.call_model(ctor, num_classes=self.num_classes, aux_logits=args.aux_logits,
+                                     init_weights=True)
         except TypeError:
-            return compat.call_model(ctor, num_classes=self.num_classes, aux_logits=True)
+            return compat.call_model(ctor, num_classes=self.num_classes, aux_logits=args.aux_logits)
 
 
 class VGG16(Classifier):

@@ -13,10 +13,25 @@ from dnnbench.errors import DnnbenchError, EngineUnavailable
 
 HINT_DAEMON = ("cannot reach the Docker engine ({why}); start it (`systemctl start docker`, "
                "or `sudo bash scripts/setup-engines.sh` on Debian) or set DOCKER_HOST")
+HINT_PERMISSION = ("the Docker engine at {where} refuses this user (permission denied on its socket): "
+                   "add the user to the `docker` group (`sudo usermod -aG docker $USER`, then log in again), "
+                   "or use rootless Docker, or --runtime singularity|host")
+
+
+def _denied(exc: BaseException) -> bool:
+    """Whether a connection error is the socket's permission, however deep the SDK wrapped it."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, PermissionError) or "permission denied" in str(exc).lower():
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
 
 
 def client():
     """A docker client, or a clear error if the daemon cannot be reached."""
+    import os
     try:
         import docker
         c = docker.from_env(timeout=600)
@@ -25,9 +40,21 @@ def client():
     except DnnbenchError:
         raise
     except Exception as exc:  # DockerException wraps connection errors in many shapes
+        if _denied(exc):
+            where = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+            raise EngineUnavailable(HINT_PERMISSION.format(where=where)) from None
         why = str(exc).split("\n")[0]
         why = re.sub(r"\(.*$", "", why).strip() or type(exc).__name__
         raise EngineUnavailable(HINT_DAEMON.format(why=why)) from None
+
+
+def unreachable() -> str | None:
+    """Why the engine cannot be reached (the hint to act on), or None when it can."""
+    try:
+        client()
+    except DnnbenchError as exc:
+        return str(exc)
+    return None
 
 
 def available() -> str | None:

@@ -1,0 +1,144 @@
+"""The suite file's schema: every key's type and range, checked before anything runs.
+
+A job's `options:` come from the harness option table (dnnbench.workloads.options), so a new
+harness option is a suite option without an edit here. Errors name the file and line.
+"""
+from __future__ import annotations
+
+import difflib
+from typing import Annotated, Literal, Optional, Union
+
+from pydantic import ConfigDict, Field, ValidationError, create_model
+
+from dnnbench.errors import DnnbenchError
+from dnnbench.runs.options import RUNTIMES
+from dnnbench.workloads.options import AMP, HOST_OPTIONS
+
+MAX_RUNS = 10_000          # runs one suite may expand to (sweeps x repeats)
+MAX_TIMEOUT = 7 * 86400    # a week: longer is a typo
+
+
+def _max_copies() -> int:
+    from dnnbench.runs.launch import nproc_limit
+    return nproc_limit()
+
+
+def _int(ge: int, le: int | None = None):
+    return Annotated[int, Field(ge=ge, le=le)]
+
+
+def _float(ge: float = 0, gt: float | None = None, le: float | None = None):
+    return Annotated[float, Field(ge=None if gt is not None else ge, gt=gt, le=le, allow_inf_nan=False)]
+
+
+STRICT = ConfigDict(extra="forbid", strict=True)
+
+
+def _option_field(o):
+    """A harness option as a pydantic field: its kind, its choices; numbers finite and >= 0."""
+    if o.choices:
+        kind = Literal[tuple(o.choices)]
+    elif o.kind is bool:
+        kind = bool
+    elif o.kind is int:
+        kind = _int(0)
+    elif o.kind is float:
+        kind = _float(0)
+    else:
+        kind = str
+    return (Optional[kind], None)
+
+
+# batch_size and amp are job keys of their own (they sweep)
+OPTION_NAMES = tuple(o.name for o in HOST_OPTIONS if o.name not in ("batch_size", "amp"))
+Options = create_model("Options", __config__=STRICT,
+                       **{o.name: _option_field(o) for o in HOST_OPTIONS if o.name in OPTION_NAMES})
+
+Scalar = Union[str, int, float]
+Batch = _int(1, 1 << 20)
+Amp = Literal[AMP]
+
+
+def job_fields(max_copies: int) -> dict:
+    return dict(
+        name=(Optional[str], None),
+        workload=(Optional[str], None),
+        batch_size=(Optional[Union[Batch, list[Batch]]], None),
+        amp=(Optional[Union[Amp, list[Amp]]], None),
+        repeats=(Optional[_int(1, 1000)], None),
+        timeout=(Optional[_float(gt=0, le=MAX_TIMEOUT)], None),
+        gpus=(Optional[Union[str, _int(0)]], None),
+        nproc=(Optional[_int(1, max_copies)], None),
+        parallel=(Optional[Union[Literal["per-gpu"], _int(1, max_copies)]], None),
+        data=(Optional[str], None),
+        options=(Optional[Options], None),
+        extra=(Optional[list[Scalar]], None),
+        image=(Optional[str], None),
+        base=(Optional[str], None),
+        runtime=(Optional[Literal[RUNTIMES]], None),
+    )
+
+
+def _job_model():
+    return create_model("Job", __config__=STRICT, **job_fields(_max_copies()))
+
+
+JOB_KEYS = tuple(job_fields(1))
+TOP_KEYS = ("name", "description", "defaults", "jobs")
+
+
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+_TYPE_ERRORS = ("_type", "literal_error", "_parsing")
+
+
+def _message(exc: ValidationError, known: tuple[str, ...]) -> tuple[str, str]:
+    """(the key at fault, one line saying what is wrong) from pydantic's first error."""
+    errors = exc.errors()
+    first = errors[0]
+    # of a union's branches, the one the value's type matched says what is wrong with it
+    same = [e for e in errors if e["loc"][:1] == first["loc"][:1] and not e["type"].endswith(_TYPE_ERRORS)]
+    first = same[0] if same else first
+    loc = [str(x) for x in first["loc"]]
+    key = loc[0] if loc else "?"
+    if first["type"] == "extra_forbidden":
+        field = ".".join(loc)
+        pool = known if len(loc) == 1 else OPTION_NAMES
+        close = difflib.get_close_matches(loc[-1], pool, n=1)
+        hint = f"; did you mean {close[0]}?" if close else f" ({', '.join(sorted(pool))})"
+        return key, f"unknown {'option' if len(loc) > 1 else 'job key'} {field!r}{hint}"
+    # the union branch pydantic tried (constrained-int, list[...]) is noise to a user
+    path = ".".join(x for x in loc if not x.startswith(("constrained", "list[", "literal[", "function-")))
+    text = first["msg"].replace("Input should be", "must be", 1)
+    return key, f"{path} {text}, got {_short(first.get('input'))}"
+
+
+def check_job(job: dict, where) -> dict:
+    """A job mapping (defaults merged in) checked; returns it with `options` as a plain dict.
+    `where(key)` gives `file:line` for a key."""
+    try:
+        checked = _job_model().model_validate(dict(job))
+    except ValidationError as exc:
+        key, text = _message(exc, JOB_KEYS)
+        raise DnnbenchError(f"{where(key)}: {text}") from None
+    out = {k: v for k, v in checked.model_dump().items() if k in job}
+    out["options"] = {k: v for k, v in (checked.options.model_dump() if checked.options else {}).items()
+                      if k in (job.get("options") or {})}
+    return out
+
+
+def check_top(doc, path) -> None:
+    if not isinstance(doc, dict) or not isinstance(doc.get("jobs"), list) or not doc["jobs"]:
+        raise DnnbenchError(f"{path}:1: a suite needs a non-empty `jobs:` list")
+    lines = getattr(doc, "key_lines", {})
+    for key in doc:
+        if key not in TOP_KEYS:
+            raise DnnbenchError(f"{path}:{lines.get(key, 1)}: unknown key {key!r} ({', '.join(TOP_KEYS)})")
+    for key in ("name", "description"):
+        if doc.get(key) is not None and not isinstance(doc[key], str):
+            raise DnnbenchError(f"{path}:{lines.get(key, 1)}: {key} must be text, got {_short(doc[key])}")
+    if doc.get("defaults") is not None and not isinstance(doc["defaults"], dict):
+        raise DnnbenchError(f"{path}:{lines.get('defaults', 1)}: defaults must be a mapping of job keys")
