@@ -64,7 +64,7 @@ ratio() {   # MODEL BATCH LOADER: synthetic and real-data runs, their ratio and 
   $PY - "$OUT/real/$model-synthetic/result.json" "$OUT/real/$model-$loader/result.json" <<'PY' | tee -a "$OUT/summary.txt"
 import json, sys
 syn, real = (json.load(open(p)) for p in sys.argv[1:3])
-s, r = syn["throughput"]["total"]["mean"], real["throughput"]["total"]["mean"]
+s, r = syn["throughput"]["total"]["value"], real["throughput"]["total"]["value"]
 v = real.get("verdict") or {}
 print("%-13s loader %-4s synthetic %7.1f img/s  real %7.1f img/s  ratio %5.1f %% (goal >= 90 %%)  %s: %s" % (
     real["workload"], (real.get("loader") or {}).get("used"), s or 0, r or 0, 100.0 * (r or 0) / (s or 1),

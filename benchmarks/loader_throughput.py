@@ -69,7 +69,7 @@ def main():
                 continue
             tp = result["throughput"]["total"]
             print("| %s | %d | %.1f | %.1f | %.0f %% | %s |" % (
-                loader, workers, tp["mean"], tp["sd"], 100 * (result.get("data_wait_fraction") or 0),
+                loader, workers, tp["value"], tp["sd"], 100 * (result.get("data_wait_fraction") or 0),
                 result["loader"]["used"]))
             sys.stdout.flush()
 

@@ -143,8 +143,8 @@ def test_two_process_gloo_ddp_in_a_container(built_image, tmp_path):
              *TINY, check=0)
     data = json.loads((tmp_path / "ddp" / "result.json").read_text())
     assert data["status"] == "ok" and data["world_size"] == 2 and len(data["ranks"]) == 2
-    per = data["throughput"]["per_gpu"]["mean"]
-    assert data["throughput"]["total"]["mean"] == pytest.approx(2 * per)
+    per = data["throughput"]["per_gpu"]["value"]
+    assert data["throughput"]["total"]["value"] == pytest.approx(2 * per)
 
 
 def test_missing_image_and_base_tag(built_image, tmp_path):

@@ -16,10 +16,14 @@ def test_summarize():
 
 
 def test_throughput_counts_ranks_and_uneven_windows():
-    windows = [{"items": 100, "seconds": 1.0}, {"items": 50, "seconds": 1.0}]
+    windows = [{"items": 100, "seconds": 1.0}, {"items": 50, "seconds": 3.0}]
     tp = schema.throughput(windows, world_size=4)
-    assert tp["per_gpu"]["mean"] == 75 and tp["total"]["mean"] == 300
-    assert tp["total"]["overall"] == pytest.approx(150 * 4 / 2.0)
+    assert tp["statistic"] == "sum_items/sum_seconds"
+    assert tp["per_gpu"]["value"] == pytest.approx(150 / 4.0) and tp["total"]["value"] == pytest.approx(150.0)
+    # the old statistic, kept under its own name only: the mean of rates reads high
+    assert tp["per_gpu"]["mean_of_rates"] == pytest.approx((100 + 50 / 3.0) / 2)
+    assert tp["per_gpu"]["mean_of_rates"] > tp["per_gpu"]["value"]
+    assert "mean" not in tp["total"]
 
 
 def test_write_atomic_leaves_no_temp_and_cleans_nan(tmp_path):

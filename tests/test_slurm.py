@@ -96,7 +96,7 @@ def test_two_tasks_meet_at_the_rendezvous_and_write_one_result(slurm_cluster, tm
     data = _result(run)
     assert data["status"] == "ok" and data["world_size"] == 2
     assert sorted(r["rank"] for r in data["ranks"]) == [0, 1]
-    assert all(r["host"] and r["throughput"]["mean"] > 0 for r in data["ranks"])
+    assert all(r["host"] and r["throughput"]["value"] > 0 for r in data["ranks"])
     job = data["host"]["slurm_job"]
     assert data["host"]["runtime"] == "slurm/host" and data["host"]["exit_code"] == 0
     assert "2 agents on" in (run / f"slurm-{job}.out").read_text()
@@ -108,7 +108,7 @@ def test_two_tasks_meet_at_the_rendezvous_and_write_one_result(slurm_cluster, tm
     rep = json.loads(dnnbench("report", tmp_path, "--format", "json", check=0).stdout)
     two = next(j for j in rep["jobs"] if j["world_size"] == 2)
     one = next(j for j in rep["jobs"] if j["world_size"] == 1)
-    assert two["scaling"] == pytest.approx(two["mean"] / (2 * one["mean"]))
+    assert two["scaling"] == pytest.approx(two["throughput"] / (2 * one["throughput"]))
     assert "scaling eff." in dnnbench("report", tmp_path, "--format", "csv", check=0).stdout
 
 

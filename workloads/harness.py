@@ -16,7 +16,7 @@ import traceback
 import uuid
 from datetime import datetime
 
-from . import options, schema, verdict
+from . import options, schema, stats, verdict
 from .errors import UsageError
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NAN, EXIT_OOM, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
@@ -101,6 +101,20 @@ def validate(args):
         args.timed_iterations = timed
     else:
         args.timed_iterations = args.number * args.repeat
+    _validate_until_ci(args)
+
+
+def _validate_until_ci(args):
+    """--until-ci PCT: windows of --number iterations, at least --repeat, at most --max-windows."""
+    until, cap = getattr(args, "until_ci", None), getattr(args, "max_windows", None)
+    if until is None:
+        return
+    if not until > 0:
+        raise UsageError("--until-ci must be a positive percentage")
+    if args.start_iter is not None:
+        raise UsageError("--until-ci and --start-iter/--stop-iter exclude each other (that window is fixed)")
+    if cap is not None and cap < max(2, args.repeat):
+        raise UsageError("--max-windows must be at least --repeat and at least 2 (a CI needs two windows)")
 
 
 class _Terminated(BaseException):
@@ -232,7 +246,7 @@ def run(workload, argv):
     result = {
         "schema_version": schema.SCHEMA_VERSION, "run_id": run_id, "workload": workload.name,
         "status": "running", "message": None, "options": {}, "unit": workload.unit + "/s",
-        "throughput": {"total": schema.summarize([]), "per_gpu": schema.summarize([])},
+        "throughput": schema.empty_throughput(),
         "windows": [], "loss": [], "system": {}, "started": started, "ended": None,
         "world_size": dist.world_size, "ranks": [], "synthetic": args.data is None,
         "data_wait_fraction": None, "telemetry": None, "loader": None, "verdict": None,
@@ -281,7 +295,7 @@ def run(workload, argv):
 def _train(workload, args, dist, result):
     import torch
 
-    from . import compat, system, telemetry as telemetry_mod
+    from . import compat, manifest, system, telemetry as telemetry_mod
 
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     if device == "cuda" and not torch.cuda.is_available():
@@ -298,6 +312,7 @@ def _train(workload, args, dist, result):
         torch.cuda.set_device(dist.local_rank)
         torch.backends.cudnn.benchmark = not args.no_cudnn_benchmark
     result["system"] = system.collect(device)
+    result["manifest"] = manifest.collect(args, device, result["system"], dist.rank)
     result["options"]["device"] = device
 
     model = workload.build(args).to(device)
@@ -338,13 +353,18 @@ def _train(workload, args, dist, result):
     bad = torch.zeros((), dtype=torch.bool, device=device)
     losses, windows = [], []
     result["windows"] = windows   # shared: an interrupted run keeps the windows it finished
-    remaining = args.timed_iterations
+    until_ci = getattr(args, "until_ci", None)
+    limit = args.max_windows if until_ci else args.repeat
+    planned = remaining = args.number * limit if until_ci else args.timed_iterations
+    if until_ci and dist.rank == 0:
+        _log("%s until the 95%% CI of the throughput is within +-%g%%: %d to %d windows of %d iterations"
+             % (tag, until_ci, args.repeat, limit, args.number))
     last_print = time.perf_counter()
     window_start_wall = time.time()
     try:
         if profiler is not None:
             profiler.__enter__()
-        for w in range(args.repeat):
+        for w in range(limit):
             n = min(args.number, remaining)
             remaining -= n
             step_losses = []
@@ -368,14 +388,19 @@ def _train(workload, args, dist, result):
                 result["message"] = "loss became NaN/Inf in timed window %d" % (w + 1)
                 _log("%s %s" % (tag, result["message"]))
                 return EXIT_NAN
+            stop = until_ci and w + 1 >= args.repeat and _agreed(dist, device, stats.ci_met(windows, until_ci))
             now = time.perf_counter()
-            if dist.rank == 0 and (now - last_print >= args.progress or w + 1 == args.repeat):
-                done = args.timed_iterations - remaining
+            if dist.rank == 0 and (now - last_print >= args.progress or w + 1 == limit or stop):
+                done = planned - remaining
                 rate = items * n / seconds * dist.world_size
                 eta = sum(x["seconds"] for x in windows) / done * remaining
-                _log("%s window %d/%d  %.1f %s/s  loss %.4f  ETA %s" % (
-                    tag, w + 1, args.repeat, rate, workload.unit, losses[-1], _fmt_eta(eta)))
+                ci = stats.headline(windows)["ci95_pct"] if until_ci else None
+                _log("%s window %d/%s%d  %.1f %s/s  loss %.4f  %sETA %s%s" % (
+                    tag, w + 1, "<=" if until_ci else "", limit, rate, workload.unit, losses[-1],
+                    "" if ci is None else "CI +-%.1f%%  " % ci, "<= " if until_ci else "", _fmt_eta(eta)))
                 last_print = now
+            if stop:
+                break
     finally:
         if hasattr(batches, "close"):
             batches.close()         # the gpu loader's prefetch thread
@@ -399,11 +424,36 @@ def _train(workload, args, dist, result):
     result["status"] = "ok"
     if dist.rank == 0 and args.scaling_reference:
         result["scaling"] = _scaling(result, args.scaling_reference)
+    if until_ci:
+        met = stats.ci_met(windows, until_ci)
+        result["until_ci"] = {"pct": until_ci, "max_windows": limit, "windows": len(windows), "met": met}
+        if not met and dist.rank == 0:
+            _log("%s warning: the 95%% CI is still wider than +-%g%% after %d windows (--max-windows)"
+                 % (tag, until_ci, limit))
     if dist.rank == 0:
-        tp = result["throughput"]["total"]
-        _log("%s %.1f %s/s (median %.1f, sd %.1f over %d windows)" % (
-            tag, tp["mean"], workload.unit, tp["median"], tp["sd"], tp["n"]))
+        _log("%s %s" % (tag, describe(result["throughput"]["total"], workload.unit)))
     return EXIT_OK
+
+
+def describe(tp, unit):
+    """The headline as one line, rounded as the host prints it."""
+    if tp.get("value") is None:
+        return "no timed window"
+    ci = "" if tp.get("ci95_low") is None else ", 95%% CI %s-%s (+-%.1f%%)" % (
+        stats.fmt(tp["ci95_low"]), stats.fmt(tp["ci95_high"]), tp["ci95_pct"])
+    return "%s %s/s (sum of items / sum of seconds over %d windows%s; window median %s)" % (
+        stats.fmt(tp["value"]), unit, tp["n"], ci, stats.fmt(tp["median"]))
+
+
+def _agreed(dist, device, done):
+    """Every rank stops at the same window: the ranks' CIs differ, so stop only when all are met."""
+    if not dist.enabled:
+        return done
+    import torch
+    import torch.distributed as tdist
+    flag = torch.tensor([0 if done else 1], device=device)
+    tdist.all_reduce(flag, op=tdist.ReduceOp.MAX)
+    return int(flag.item()) == 0
 
 
 def _scaling(result, reference_path):

@@ -47,6 +47,11 @@ HARNESS_OPTIONS = (
     Option("number", int, 10, "iterations per timed window"),
     Option("repeat", int, 10, "timed windows"),
     Option("warmup", int, 5, "untimed iterations first"),
+    Option("until_ci", float, None, "after --repeat windows, keep adding windows until the 95%% CI of the headline "
+           "throughput is within +-PCT %% of it (at most --max-windows)", metavar="PCT",
+           short="after --repeat windows, add windows until the 95% CI of the throughput is within +-PCT % "
+                 "(at most --max-windows)"),
+    Option("max_windows", int, 100, "with --until-ci: the most timed windows, said up front (default 100)"),
     Option("start_iter", int, None, "TBD-style: first timed iteration (sets --warmup)"),
     Option("stop_iter", int, None, "TBD-style: iteration after the last timed one"),
     Option("workers", int, 4, "DataLoader workers (real data)"),

@@ -9,7 +9,10 @@ import stat
 import statistics
 import tempfile
 
-SCHEMA_VERSION = 1
+from . import stats
+
+# 2: throughput is the headline statistic (sum_items/sum_seconds, "value") with its CI, no longer a mean of rates
+SCHEMA_VERSION = 2
 RESULT_FILE = "result.json"
 STATUSES = ("ok", "nan", "oom", "error", "interrupted", "timeout", "running")
 # field -> type(s) every result carries
@@ -34,24 +37,35 @@ def summarize(rates):
 def throughput(windows, world_size=1):
     """Throughput statistics from timed windows [{"items": n, "seconds": t}, ...] of one rank.
 
-    `total` counts every rank (each rank runs the same windows in lockstep under DDP);
-    `per_gpu` is per rank. `overall` is sum(items) / sum(seconds), robust to uneven windows.
+    The headline `value` is sum(items) / sum(seconds) (the `statistic`), with its 95 % CI and the
+    window median beside it. `total` counts every rank (each rank runs the same windows in
+    lockstep under DDP); `per_gpu` is per rank.
     """
-    rates = [w["items"] / w["seconds"] for w in windows if w.get("seconds")]
-    total = summarize([r * world_size for r in rates])
-    seconds = sum(w["seconds"] for w in windows)
-    items = sum(w["items"] for w in windows)
-    total["overall"] = items * world_size / seconds if seconds else None
-    per = summarize(rates)
-    per["overall"] = items / seconds if seconds else None
-    return {"total": total, "per_gpu": per}
+    return {"statistic": stats.STATISTIC, "total": stats.headline(windows, world_size),
+            "per_gpu": stats.headline(windows)}
+
+
+def empty_throughput():
+    return throughput([])
+
+
+def upgrade(data):
+    """A result of an older schema with its throughput recomputed from its raw windows (the old
+    `mean` was a mean of per-window rates: never shown beside the new headline)."""
+    if not isinstance(data.get("schema_version"), int) or data["schema_version"] >= SCHEMA_VERSION:
+        return data
+    data = dict(data)
+    data["throughput"] = throughput(data.get("windows") or [], int(data.get("world_size") or 1))
+    data["recomputed_from_schema"] = data["schema_version"]
+    data["schema_version"] = SCHEMA_VERSION
+    return data
 
 
 def scaling(result, reference):
     """Scaling efficiency: total throughput at N ranks / (N x the reference's per-rank throughput)."""
     n = int(result.get("world_size") or 1)
-    total = ((result.get("throughput") or {}).get("total") or {}).get("mean")
-    ref = ((reference.get("throughput") or {}).get("total") or {}).get("mean")
+    total = throughput(result.get("windows") or [], n)["total"]["value"]
+    ref = throughput(reference.get("windows") or [], int(reference.get("world_size") or 1))["total"]["value"]
     if not total or not ref:
         return {"error": "no throughput to compare"}
     per_rank = ref / int(reference.get("world_size") or 1)
@@ -154,7 +168,7 @@ def validate(data, copy=False):
         if not isinstance(tp.get("total"), dict):
             out.append("throughput has no 'total' object")
         else:
-            for key in ("mean", "sd", "median", "min", "max"):
+            for key in ("value", "ci95_low", "ci95_high", "mean", "sd", "median", "min", "max"):
                 value = tp["total"].get(key)
                 if value is not None and not _finite(value):
                     out.append("throughput.total.%s must be a finite number, not %r" % (key, value))

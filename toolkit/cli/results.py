@@ -12,25 +12,31 @@ def report(
     fmt: str = typer.Option("table", "--format", "-f", help="table, csv, md, json or html."),
     baseline: Optional[Path] = typer.Option(None, "--baseline", help="Targets: YAML/JSON {job: throughput}, or a results folder."),
     weight: List[str] = typer.Option([], "--weight", help="JOB=W (or WORKLOAD=W) weight in the score (repeatable)."),
-    tolerance: float = typer.Option(0.05, "--tolerance", help="A job passes at mean >= target x (1 - tolerance)."),
+    tolerance: float = typer.Option(0.05, "--tolerance", help="For plain targets: a job passes when its 95% CI lies above target x (1 - tolerance)."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write here instead of stdout."),
     plots: Optional[Path] = typer.Option(None, "--plots", help="Write PNG plots into this folder."),
     wide_csv: Optional[Path] = typer.Option(None, "--wide-csv", help="Also write a Lambda-style CSV (system x job)."),
     strict: bool = typer.Option(False, "--strict", help="Fail (exit 2) when any result file is skipped as "
                                                          "unreadable; without it each is named on stderr."),
 ):
-    """Mean, sd, sd% and n per job from raw result files; against a baseline: diff %, pass/fail,
-    and a score (weighted geometric mean of ratios). Exit 1 when a job fails its target."""
+    """Throughput per job from raw result files: items over seconds summed over every timed window
+    of its runs (statistic sum_items/sum_seconds, not a mean of rates), its 95% CI, the window
+    median, sd% over runs, and with 5+ runs MLPerf-style trimmed figures. Against a baseline
+    ({job: throughput}, or {job: {target: T, lower: -0.05, upper: null}} or {job: {floor: F}}):
+    diff %, a verdict (pass, fail, or inconclusive when the CI straddles a bound) and a score
+    (weighted geometric mean of ratios). Exit 1 when a job fails its target."""
     from dnnbench.results.report import report_command
     raise typer.Exit(report_command(results, fmt, baseline, weight, tolerance, output, plots, wide_csv, strict))
 
 
 def compare(a: Path = typer.Argument(..., help="Results of machine/image A."),
             b: Path = typer.Argument(..., help="Results of machine/image B."),
+            tolerance: float = typer.Option(0.05, "--tolerance", help="Same when the 95% CI of B/A is within 1 +- this."),
             strict: bool = typer.Option(False, "--strict", help="Fail (exit 2) when any result file is skipped.")):
-    """Two result sets side by side, job by job, with the ratio B/A."""
+    """Two result sets side by side, job by job: throughput (sum_items/sum_seconds) with its 95% CI,
+    B/A with its 95% CI, and a verdict: same, faster, slower or inconclusive."""
     from dnnbench.results.report import compare_command
-    compare_command(a, b, strict)
+    compare_command(a, b, tolerance, strict)
 
 
 profile_app = typer.Typer(help="Profiles: what --profile left in a run, as tables.", no_args_is_help=True)

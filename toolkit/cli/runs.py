@@ -6,7 +6,7 @@ from typing import List, Optional
 
 import typer
 
-from dnnbench.cli.harness_options import choice, with_harness_options
+from dnnbench.cli.harness_options import choice, plain, with_harness_options
 from dnnbench.runs.options import PROFILERS, RUNTIMES, RunOptions
 
 Runtime = choice("Runtime", RUNTIMES)
@@ -27,7 +27,11 @@ Examples:
 
 Options after `--` go to the workload unchanged (`python -m dnnbench.workloads W --help`).
 The dataset is mounted read-only at /data, the run folder read-write at /results; the run
-folder results/<run-id>/ gets plan.json, log.txt and result.json whatever happens."""
+folder results/<run-id>/ gets plan.json, log.txt and result.json whatever happens.
+
+Throughput is items over seconds summed over the timed windows (statistic sum_items/sum_seconds,
+not a mean of per-window rates), with its 95% CI and the window median; `--until-ci 2` adds
+windows until the CI is within +-2% (at most --max-windows)."""
 
 
 @with_harness_options()
@@ -136,6 +140,7 @@ suite_app = typer.Typer(help="Suites: many runs from one YAML file.", no_args_is
 
 
 @suite_app.command("run")
+@with_harness_options(("until_ci", "max_windows"))
 def suite_run(
     file: Path = typer.Argument(..., help="Suite YAML (see suites/*.yaml)."),
     only: List[str] = typer.Option([], "--only", help="Run only jobs matching this glob (repeatable), e.g. 'resnet*'."),
@@ -145,13 +150,34 @@ def suite_run(
     image: Optional[str] = typer.Option(None, "--image", help="Override every job's image."),
     base: Optional[str] = typer.Option(None, "--base", help="Override every job's base."),
     dry_run: bool = typer.Option(False, "--dry-run", help="List the runs; run nothing."),
+    harness: dict = None,
 ):
     """Run a suite: sweeps x repeats; a failed, timed-out or OOM run is recorded and the suite
-    goes on; --resume continues an interrupted suite."""
+    goes on; --resume continues an interrupted suite. At the end, a table of the jobs: throughput
+    = sum_items/sum_seconds over every timed window of a job's repeats, its 95% CI, the window
+    median, and with 5+ repeats MLPerf-style trimmed figures (fastest and slowest run dropped)."""
     from dnnbench.runs.suite import suite_command
     raise typer.Exit(suite_command(file, only=only, resume=resume, results=results,
-                                       overrides={"runtime": runtime, "image": image, "base": base},
+                                       overrides={"runtime": runtime, "image": image, "base": base, **harness},
                                        dry_run=dry_run))
+
+
+def reproduce(
+    result: Path = typer.Argument(..., help="A result.json (or its run folder) to run again."),
+    runtime: Optional[Runtime] = typer.Option(None, "--runtime", "-r", help="Run on this runtime instead of the result's."),
+    image: Optional[str] = typer.Option(None, "--image", "-i", help="Run this image instead of the result's (by digest)."),
+    results: Path = typer.Option(Path("results"), "--results", help="The new run goes in RESULTS/<run-id>/."),
+    run_id: Optional[str] = typer.Option(None, "--run-id", help="Name of the new run folder."),
+    data: Optional[Path] = typer.Option(None, "--data", "-d", help="The dataset's folder here, when the result ran on one elsewhere."),
+    tolerance: float = typer.Option(0.05, "--tolerance", help="Reproduced when the 95% CI of new/old is within 1 +- this."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Do not echo the run's output."),
+):
+    """Run the job of a result again (same workload, options, seed, data, GPUs; the same image by
+    digest) and compare the two: reproduced, faster, slower or inconclusive. Exit 1 when the new
+    run is clearly faster or slower than the tolerance allows."""
+    from dnnbench.runs.reproduce import reproduce_command
+    raise typer.Exit(reproduce_command(result, runtime=plain(runtime), image=image, results=results, run_id=run_id,
+                                       tolerance=tolerance, quiet=quiet, data_dir=data))
 
 
 PASS_THROUGH = {"allow_extra_args": True, "ignore_unknown_options": False}
@@ -161,4 +187,5 @@ def register(app: typer.Typer) -> None:
     app.command(context_settings=PASS_THROUGH, help=RUN_HELP)(run)
     app.command(context_settings=PASS_THROUGH, help=SLURM_HELP)(slurm)
     app.command()(workloads)
+    app.command()(reproduce)
     app.add_typer(suite_app, name="suite")

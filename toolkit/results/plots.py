@@ -18,7 +18,7 @@ def _plt():
 
 
 def write_plots(jobs: dict, folder: Path) -> list[Path]:
-    """throughput.png (per job, one bar per system, sd as error bars) and, for every workload
+    """throughput.png (per job, one bar per system: the headline, its 95 % CI as error bars) and, for every workload
     run at several batch sizes, scaling-<workload>.png (throughput vs batch size)."""
     plt = _plt()
     folder.mkdir(parents=True, exist_ok=True)
@@ -29,12 +29,14 @@ def write_plots(jobs: dict, folder: Path) -> list[Path]:
     width = 0.8 / max(1, len(systems))
     for i, s in enumerate(systems):
         xs = [k + i * width for k in range(len(names))]
-        means = [jobs[(s, n)].mean or 0 if (s, n) in jobs else 0 for n in names]
-        sds = [jobs[(s, n)].sd or 0 if (s, n) in jobs else 0 for n in names]
-        ax.bar(xs, means, width, yerr=sds, label=s, capsize=3)
+        heads = [jobs[(s, n)].headline if (s, n) in jobs else {} for n in names]
+        values = [h.get("value") or 0 for h in heads]
+        below = [h["value"] - h["ci95_low"] if h.get("ci95_low") is not None else 0 for h in heads]
+        above = [h["ci95_high"] - h["value"] if h.get("ci95_high") is not None else 0 for h in heads]
+        ax.bar(xs, values, width, yerr=[below, above], label=s, capsize=3)
     ax.set_xticks([k + 0.4 - width / 2 for k in range(len(names))])
     ax.set_xticklabels(names, rotation=30, ha="right")
-    ax.set_ylabel("throughput (items/s, total)")
+    ax.set_ylabel("throughput (items/s, total; sum items / sum seconds, 95% CI)")
     ax.legend(fontsize="small")
     fig.tight_layout()
     path = folder / "throughput.png"
@@ -44,8 +46,8 @@ def write_plots(jobs: dict, folder: Path) -> list[Path]:
 
     sweeps = defaultdict(lambda: defaultdict(list))   # workload -> system -> [(batch, mean)]
     for (s, _), j in jobs.items():
-        if j.batch_size and j.mean:
-            sweeps[(j.workload, j.amp, j.world_size)][s].append((j.batch_size, j.mean))
+        if j.batch_size and j.throughput:
+            sweeps[(j.workload, j.amp, j.world_size)][s].append((j.batch_size, j.throughput))
     for (workload, amp, world), per_system in sorted(sweeps.items()):
         if max(len(v) for v in per_system.values()) < 2:
             continue

@@ -80,8 +80,9 @@ def _show(run_dir: Path, data: dict, top: int, as_json: bool) -> None:
         print(json.dumps({"run": str(run_dir), "workload": data.get("workload"), "profile": profile,
                           "telemetry": telemetry}, indent=1, default=str))
         return
-    tp = (data.get("throughput") or {}).get("total") or {}
-    out.print(f"{data.get('workload')} {data.get('status')}: {number(tp.get('mean'))} {data.get('unit', '')} "
+    from dnnbench.results.numbers import fmt, run_headline
+    tp = run_headline(data)
+    out.print(f"{data.get('workload')} {data.get('status')}: {fmt(tp.get('value'))} {data.get('unit', '')} "
               f"({run_dir})", markup=False)
     ncu = profile.get("ncu")
     if ncu:

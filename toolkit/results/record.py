@@ -25,7 +25,7 @@ def finalize(run_dir: Path, *, plan: dict, outcome, command: str, log_tail: list
         data = {
             "schema_version": schema.SCHEMA_VERSION, "run_id": plan["run_id"], "workload": plan["workload"],
             "status": "error", "message": None, "options": {}, "unit": "items/s",
-            "throughput": {"total": schema.summarize([]), "per_gpu": schema.summarize([])},
+            "throughput": schema.empty_throughput(),
             "windows": [], "loss": [], "system": {}, "started": now, "ended": now,
             "world_size": 1, "ranks": [],
         }
@@ -78,20 +78,25 @@ def summary_table(results: list[tuple[Path, dict]]):
 
     from dnnbench.console import escape
 
-    table = Table(title="dnnbench results")
-    for col, justify in (("workload", "left"), ("status", "left"), ("throughput", "right"), ("sd", "right"),
-                         ("per GPU", "right"), ("batch", "right"), ("amp", "left"), ("device", "left"),
+    from dnnbench.results import numbers
+    from dnnbench.workloads import stats
+
+    table = Table(title=f"dnnbench results (throughput = {numbers.STATISTIC} over the timed windows)")
+    for col, justify in (("workload", "left"), ("status", "left"), ("throughput", "right"),
+                         ("+-95% CI %", "right"), ("window median", "right"), ("per GPU", "right"),
+                         ("batch", "right"), ("amp", "left"), ("device", "left"),
                          ("verdict", "left")):
         table.add_column(col, justify=justify, overflow="fold")
     for path, data in results:
-        tp = (data.get("throughput") or {}).get("total") or {}
-        per = (data.get("throughput") or {}).get("per_gpu") or {}
+        head = numbers.run_headline(data)
+        per = stats.headline(numbers.streams(data)[0][1])
         opts = data.get("options") or {}
         status = data.get("status", "?")
         colour = "green" if status == "ok" else "red"
-        table.add_row(escape(data.get("workload", "?")), f"[{colour}]{escape(status)}[/]",
-                      escape(f"{number(tp.get('mean'))} {data.get('unit', '')}"), number(tp.get("sd")),
-                      number(per.get("mean")), escape(opts.get("batch_size", "-")), escape(opts.get("amp", "-")),
+        table.add_row(escape(str(data.get("workload", "?"))), f"[{colour}]{escape(str(status))}[/]",
+                      f"{numbers.fmt(head['value'])} {escape(str(data.get('unit', '')))}",
+                      number(head["ci95_pct"]), numbers.fmt(head["median"]), numbers.fmt(per["value"]),
+                      escape(str(opts.get("batch_size", "-"))), escape(str(opts.get("amp", "-"))),
                       escape(gpu_name(data)), escape(verdict_of(data)["label"]))
     return table
 

@@ -15,6 +15,7 @@ from dnnbench.workloads import schema
 
 from dnnbench.console import number
 from dnnbench.errors import DnnbenchError
+from dnnbench.results import baseline as baseline_mod, numbers
 from dnnbench.results.record import gpu_model, gpu_name, verdict_of
 
 FORMATS = ("table", "csv", "md", "json", "html")
@@ -30,7 +31,8 @@ class Job:
     world_size: int
     unit: str
     model: str = ""                                       # GPU model(s) without the count, or CPU
-    rates: list[float] = field(default_factory=list)     # one per ok run: total throughput
+    rates: list[float] = field(default_factory=list)     # one per ok run: its headline throughput
+    results: list[dict] = field(default_factory=list)    # the ok runs themselves (their windows)
     efficiencies: list[float] = field(default_factory=list)  # scaling efficiency the runs measured
     failed: list[str] = field(default_factory=list)      # statuses of the runs that were not ok
     paths: list[str] = field(default_factory=list)
@@ -41,16 +43,24 @@ class Job:
         return len(self.rates)
 
     @property
-    def mean(self) -> float | None:
-        return statistics.mean(self.rates) if self.rates else None
+    def headline(self) -> dict:
+        """The job's figure and its CI, median, sd and trimmed figures (numbers.job_headline)."""
+        if getattr(self, "_headline", None) is None or self._headline[0] != len(self.results):
+            self._headline = (len(self.results), numbers.job_headline(self.results))
+        return self._headline[1]
+
+    @property
+    def throughput(self) -> float | None:
+        """The headline: items over seconds summed over every timed window of the job's runs."""
+        return self.headline["value"]
 
     @property
     def sd(self) -> float | None:
-        return statistics.stdev(self.rates) if len(self.rates) > 1 else (0.0 if self.rates else None)
+        return self.headline["sd"]
 
     @property
     def sd_pct(self) -> float | None:
-        return 100 * self.sd / self.mean if self.mean else None
+        return self.headline["sd_pct"]
 
 
 def find_results(paths: list[Path], skipped: list[tuple[str, str]] | None = None) -> list[Path]:
@@ -110,10 +120,7 @@ def job_name(data: dict) -> str:
 
 def rate(data: dict) -> float | None:
     """Total throughput of one run, from its raw windows (parallel copies summed)."""
-    tp = schema.throughput(data.get("windows") or [], int(data.get("world_size") or 1))["total"]["overall"]
-    if tp is None:
-        return None
-    return tp + sum(rate(c) or 0 for c in data.get("copies") or [])
+    return numbers.run_headline(data)["value"]
 
 
 def collect(paths: list[Path], system: str | None = None, strict: bool = False) -> dict[tuple[str, str], Job]:
@@ -135,6 +142,7 @@ def collect(paths: list[Path], system: str | None = None, strict: bool = False) 
             job.failed.append(data["status"])
         else:
             job.rates.append(r)
+            job.results.append(numbers.essentials(data))
             job.verdicts.append(verdict_of(data)["label"])
             if (data.get("scaling") or {}).get("efficiency"):
                 job.efficiencies.append(data["scaling"]["efficiency"])
@@ -142,10 +150,11 @@ def collect(paths: list[Path], system: str | None = None, strict: bool = False) 
 
 
 def load_baseline(path: Path, strict: bool = False) -> dict[str, float]:
-    """Targets per job: a YAML/JSON mapping {job: throughput} (or {job: {throughput: x}}), or a
-    results folder whose job means become the targets."""
+    """Targets per job: a YAML/JSON mapping {job: throughput} (or {job: {throughput: x}}, or
+    ReFrame-style bounds {job: {target: x, lower: -0.05, upper: null}} / {job: {floor: x}}, see
+    results/baseline.py), or a results folder whose jobs' figures become the targets."""
     if path.is_dir():
-        return {j.job: j.mean for j in collect([path], strict=strict).values() if j.mean}
+        return {j.job: j.throughput for j in collect([path], strict=strict).values() if j.throughput}
     from dnnbench import yaml_files
     data = yaml_files.load(path, "baseline")
     if isinstance(data, dict) and "targets" in data:
@@ -154,6 +163,9 @@ def load_baseline(path: Path, strict: bool = False) -> dict[str, float]:
         raise DnnbenchError(f"baseline {path}: expected a mapping of job -> throughput")
     out = {}
     for job, value in data.items():
+        if baseline_mod.is_bounds(value):
+            out[str(job)] = baseline_mod.parse(path, str(job), value)
+            continue
         value = value.get("throughput") if isinstance(value, dict) else value
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
             raise DnnbenchError(f"baseline {path}: job {job!r} needs a finite positive throughput, got {value!r}")
@@ -177,12 +189,12 @@ def parse_weights(items: list[str]) -> dict[str, float]:
 def scaling_efficiency(j: Job, jobs: dict) -> float | None:
     """Throughput at N ranks / (N x one rank's): from a one-rank job of the same workload, batch
     size, precision and GPU model among these results, else what the runs measured themselves."""
-    if j.world_size <= 1 or j.mean is None:
+    if j.world_size <= 1 or j.throughput is None:
         return None
     for ref in jobs.values():
-        if (ref.world_size == 1 and ref.mean and (ref.workload, ref.batch_size, ref.amp, ref.model)
+        if (ref.world_size == 1 and ref.throughput and (ref.workload, ref.batch_size, ref.amp, ref.model)
                 == (j.workload, j.batch_size, j.amp, j.model)):
-            return j.mean / (j.world_size * ref.mean)
+            return j.throughput / (j.world_size * ref.throughput)
     return statistics.mean(j.efficiencies) if j.efficiencies else None
 
 
@@ -199,24 +211,26 @@ def rows(jobs: dict, baseline: dict | None, tolerance: float) -> list[dict]:
     for (system, name), j in sorted(jobs.items()):
         row = {"system": system, "job": name, "workload": j.workload, "batch_size": j.batch_size, "amp": j.amp,
                "world_size": j.world_size, "unit": j.unit, "n": j.n, "failed": len(j.failed),
-               "mean": j.mean, "sd": j.sd, "sd_pct": j.sd_pct, "scaling": scaling_efficiency(j, jobs),
+               "throughput": j.throughput, **_statistics(j.headline), "scaling": scaling_efficiency(j, jobs),
                "verdict": job_verdict(j.verdicts)}
         if baseline is not None:
-            target = baseline.get(name)
-            row["target"] = target
-            row["diff_pct"] = 100 * (j.mean / target - 1) if target and j.mean else None
-            row["pass"] = (j.mean >= target * (1 - tolerance)) if target and j.mean else None
+            row.update(baseline_mod.judge(baseline.get(name), j.headline, tolerance))
         out.append(row)
     return out
 
 
+def _statistics(h: dict) -> dict:
+    keys = ("ci95_low", "ci95_high", "ci95_pct", "median", "windows", "sd", "sd_pct", "trimmed", "trimmed_n")
+    return {k: h.get(k) for k in keys}
+
+
 def score(table: list[dict], weights: dict[str, float]) -> float | None:
-    """Weighted geometric mean of mean/target over the jobs that have both."""
+    """Weighted geometric mean of throughput/target over the jobs that have both."""
     num = den = 0.0
     for r in table:
-        if r.get("target") and r.get("mean"):
+        if r.get("target") and r.get("throughput"):
             w = weights.get(r["job"], weights.get(r["workload"], 1.0))
-            num += w * math.log(r["mean"] / r["target"])
+            num += w * math.log(r["throughput"] / r["target"])
             den += w
     return math.exp(num / den) if den else None
 
@@ -231,25 +245,33 @@ def _fmt(v, digits=1):
     return str(v)
 
 
-COLUMNS = [("system", "system"), ("job", "job"), ("n", "n"), ("failed", "failed"), ("mean", "mean"),
-           ("sd", "sd"), ("sd_pct", "sd%"), ("unit", "unit"), ("verdict", "verdict")]
+COLUMNS = [("system", "system"), ("job", "job"), ("n", "n"), ("failed", "failed"), ("throughput", "throughput"),
+           ("ci95_pct", "+-95% CI %"), ("median", "window median"), ("sd_pct", "sd% (runs)"), ("unit", "unit"),
+           ("verdict", "verdict")]
+TRIMMED_COLUMNS = [("trimmed", "trimmed"), ("trimmed_n", "n trimmed")]
 SCALING_COLUMNS = [("world_size", "ranks"), ("scaling", "scaling eff.")]
-BASELINE_COLUMNS = [("target", "target"), ("diff_pct", "diff%"), ("pass", "pass")]
+BASELINE_COLUMNS = [("target", "target"), ("bounds", "bounds"), ("diff_pct", "diff%"), ("target_verdict", "vs target")]
 
 
 def columns(table: list[dict], with_baseline: bool) -> list[tuple[str, str]]:
-    return COLUMNS + (SCALING_COLUMNS if any(r.get("scaling") for r in table) else []) \
+    return COLUMNS + (TRIMMED_COLUMNS if any(r.get("trimmed") is not None for r in table) else []) \
+        + (SCALING_COLUMNS if any(r.get("scaling") for r in table) else []) \
         + (BASELINE_COLUMNS if with_baseline else [])
 
 
+RATES = {"throughput", "median", "trimmed", "target"}   # printed with numbers.fmt, as everywhere
+
+
 def cell(row: dict, key: str) -> str:
+    if key in RATES:
+        return numbers.fmt(row.get(key))
     return _fmt(row.get(key), 2 if key == "scaling" else 1)
 
 
 def render(table: list[dict], fmt: str, *, total_score: float | None, with_baseline: bool) -> str | None:
     cols = columns(table, with_baseline)
     if fmt == "json":
-        return json.dumps({"statistic": "total throughput per run (sum over ranks and copies), mean over runs",
+        return json.dumps({"statistic": numbers.STATISTIC, "description": HTML_STATISTIC,
                            "jobs": table, "score": total_score}, indent=1)
     if fmt == "csv":
         buf = io.StringIO()
@@ -262,20 +284,20 @@ def render(table: list[dict], fmt: str, *, total_score: float | None, with_basel
         lines = ["| " + " | ".join(h for _, h in cols) + " |", "|" + "---|" * len(cols)]
         lines += ["| " + " | ".join(cell(r, k) for k, _ in cols) + " |" for r in table]
         if total_score is not None:
-            lines.append(f"\nscore (weighted geometric mean of mean/target): {total_score:.3f}")
+            lines.append(f"\nscore (weighted geometric mean of throughput/target): {total_score:.3f}")
         return "\n".join(lines) + "\n"
     if fmt == "table":
         from rich.table import Table
 
         from dnnbench.console import escape, out
-        t = Table(title="dnnbench report (total throughput per run; mean, sd over runs)")
+        t = Table(title=f"dnnbench report (throughput = {numbers.STATISTIC} over every timed window)")
         for k, h in cols:
             t.add_column(h, justify="left" if k in ("system", "job", "unit") else "right", overflow="fold")
         for r in table:
             t.add_row(*[escape(cell(r, k)) for k, _ in cols])
         out.print(t)
         if total_score is not None:
-            out.print(f"score (weighted geometric mean of mean/target): {total_score:.3f}")
+            out.print(f"score (weighted geometric mean of throughput/target): {total_score:.3f}")
         return None
     raise DnnbenchError(f"unknown format {fmt!r}: choose {', '.join(FORMATS)}")
 
@@ -295,8 +317,11 @@ def html_page(table: list[dict], pngs: list[Path], score: float | None, *, with_
         plots=[{"name": p.name, "data": base64.b64encode(p.read_bytes()).decode()} for p in pngs])
 
 
-HTML_STATISTIC = ("Total throughput per run (summed over ranks and parallel copies), recomputed from each "
-                  "result's timed windows; mean and sd over runs.")
+HTML_STATISTIC = ("Throughput: items over seconds summed over every timed window of a job's runs (times ranks, "
+                  "plus parallel copies: statistic sum_items/sum_seconds), recomputed from each result's raw "
+                  "windows; its 95 % CI comes from the spread of the windows (one run) or of the runs (several); "
+                  "the window median beside it; with 5 or more runs, trimmed = the same without the fastest and "
+                  "the slowest run.")
 
 
 def lambda_csv(jobs: dict) -> str:
@@ -305,9 +330,10 @@ def lambda_csv(jobs: dict) -> str:
     names = sorted({n for _, n in jobs})
     buf = io.StringIO()
     w = csv.writer(buf)
-    w.writerow(["system \\ job (mean total throughput, items/s)"] + names)
+    w.writerow([f"system \\ job (throughput, {numbers.STATISTIC}, items/s)"] + names)
     for s in systems:
-        w.writerow([s] + [("" if (s, n) not in jobs or jobs[(s, n)].mean is None else f"{jobs[(s, n)].mean:.2f}")
+        w.writerow([s] + [("" if (s, n) not in jobs or jobs[(s, n)].throughput is None
+                           else f"{jobs[(s, n)].throughput:.2f}")
                           for n in names])
     return buf.getvalue()
 
@@ -346,7 +372,7 @@ def report_command(paths: list[Path], fmt: str, baseline: Path | None, weights: 
 
 
 def _exit(table: list[dict]) -> int:
-    return 1 if any(r.get("pass") is False for r in table) else 0
+    return 1 if any(r.get("target_verdict") == "fail" for r in table) else 0
 
 
 def _write(path: Path, text: str) -> None:
@@ -359,18 +385,25 @@ def _write(path: Path, text: str) -> None:
     info(f"wrote {path}")
 
 
-def compare_command(a: Path, b: Path, strict: bool = False) -> None:
+def compare_command(a: Path, b: Path, tolerance: float = 0.05, strict: bool = False) -> dict[str, str]:
+    """A and B side by side, job by job, with B/A, its 95 % CI and a verdict; returns the verdicts."""
     from rich.table import Table
 
     from dnnbench.console import escape, out
     ja = {n: j for (_, n), j in collect([a], system="A", strict=strict).items()}
     jb = {n: j for (_, n), j in collect([b], system="B", strict=strict).items()}
-    t = Table(title=escape(f"A = {a}   B = {b}   (mean total throughput)"))
-    for h in ("job", "A", "sd% A", "B", "sd% B", "B/A"):
-        t.add_column(h, justify="left" if h == "job" else "right")
+    t = Table(title=escape(f"A = {a}   B = {b}   (throughput = {numbers.STATISTIC}; verdict: the 95% CI of "
+                           f"B/A within 1 +- {tolerance:g})"))
+    for h in ("job", "A", "+-95% A", "B", "+-95% B", "B/A", "B/A 95% CI", "verdict"):
+        t.add_column(h, justify="left" if h in ("job", "verdict") else "right")
+    verdicts = {}
     for name in sorted(set(ja) | set(jb)):
         x, y = ja.get(name), jb.get(name)
-        ratio = y.mean / x.mean if x and y and x.mean and y.mean else None
-        t.add_row(escape(name), _fmt(x.mean if x else None), _fmt(x.sd_pct if x else None),
-                  _fmt(y.mean if y else None), _fmt(y.sd_pct if y else None), _fmt(ratio, 3))
+        hx, hy = (x.headline if x else {}), (y.headline if y else {})
+        r = numbers.ratio(hx, hy)
+        verdicts[name] = numbers.compare_verdict(r, tolerance)
+        span = "-" if r["low"] is None else f"{r['low']:.3f}-{r['high']:.3f}"
+        t.add_row(escape(name), numbers.fmt(hx.get("value")), _fmt(hx.get("ci95_pct")), numbers.fmt(hy.get("value")),
+                  _fmt(hy.get("ci95_pct")), _fmt(r["value"], 3), span, verdicts[name])
     out.print(t)
+    return verdicts

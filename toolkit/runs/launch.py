@@ -14,6 +14,7 @@ from pathlib import Path
 from dnnbench import names
 from dnnbench.runs import gpus as gpus_mod
 from dnnbench.runs import plan as plan_mod
+from dnnbench.runs.manifest import host_manifest
 from dnnbench.runs.options import PROFILERS, RUNTIME_ALIASES, RunOptions, harness_values
 from dnnbench.workloads.options import AMP, BY_NAME
 from dnnbench.console import err, info, out
@@ -64,7 +65,8 @@ def check_options(opts: RunOptions) -> None:
     given = lambda value, default: default if value is None else value  # noqa: E731
     counts = argparse.Namespace(batch_size=given(opts.batch_size, 1), number=given(opts.number, 1),
                                 repeat=given(opts.repeat, 1), warmup=given(opts.warmup, 0),
-                                start_iter=opts.start_iter, stop_iter=opts.stop_iter)
+                                start_iter=opts.start_iter, stop_iter=opts.stop_iter,
+                                until_ci=opts.until_ci, max_windows=opts.max_windows)
     try:
         harness.validate(counts)
     except UsageError as exc:
@@ -243,7 +245,8 @@ def build_plan(opts: RunOptions) -> plan_mod.RunPlan:
         # GPU performance counters need SYS_ADMIN in a container, and only while profiling.
         cap_add=["SYS_ADMIN"] if profile in ("ncu", "nvprof") and runtime == "docker" else [], profile=profile,
         timeout=opts.timeout, base=img.base, cpuset=opts.cpuset,
-        memory=opts.memory if runtime == "docker" else None, entrypoint=list(img.entrypoint) if contained else [])
+        memory=opts.memory if runtime == "docker" else None, entrypoint=list(img.entrypoint) if contained else [],
+        manifest={} if opts.dry_run else host_manifest(runtime, img.ref, img.base, data))
 
 
 def job_for(plan: plan_mod.RunPlan):

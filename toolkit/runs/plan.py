@@ -48,6 +48,7 @@ class RunPlan:
     memory: str | None = None         # docker memory limit ("8g"), the copy's share of the host
     profile: str | None = None        # the profiler wrapping the run, whose output is summarized after
     entrypoint: list[str] = field(default_factory=list)   # the base's own (NGC's checks), run before argv
+    manifest: dict = field(default_factory=dict)  # the host's reproducibility facts (image digest, commit)
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -119,7 +119,12 @@ def _options(run: Run, *, results: Path, run_id: str, overrides: dict, gpus: str
         build=False, results=results, run_id=f"{results.name}.{run_id}".replace("/", "."),
         run_dir=results / run_id, timeout=spec.get("timeout"), quiet=True,
         batch_size=run.batch_size, amp=run.amp, extra=[str(x) for x in spec.get("extra") or []],
-        cpuset=cpuset, memory=memory, **{key: opts.get(key) for key in OPTION_NAMES})
+        cpuset=cpuset, memory=memory, **{key: _option(key, opts, overrides) for key in OPTION_NAMES})
+
+
+def _option(key: str, opts: dict, overrides: dict):
+    """A harness option given on `dnnbench suite run` (e.g. --until-ci) wins over the job's."""
+    return overrides[key] if overrides.get(key) is not None else opts.get(key)
 
 
 def _cpu_shares(copies: int) -> list[str]:
@@ -245,4 +250,16 @@ def suite_command(path: Path, *, only: list[str], resume: bool, results: Path, o
             bar.advance(task)
     info(f"suite {suite.name}: {len(todo) - failures} ok, {failures} failed; "
          f"`dnnbench report {suite_dir}` summarizes it")
+    show_table(suite_dir)
     return 1 if failures else 0
+
+
+def show_table(suite_dir: Path) -> None:
+    """The suite's jobs with the same figures `dnnbench report` prints (repeats pooled, trimmed
+    figures from 5 repeats on)."""
+    from dnnbench.results.report import collect, render, rows
+    try:
+        jobs = collect([suite_dir])
+    except DnnbenchError:
+        return
+    render(rows(jobs, None, 0.0), "table", total_score=None, with_baseline=False)

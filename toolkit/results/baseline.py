@@ -1,0 +1,86 @@
+"""Baseline targets with ReFrame-style tolerances, and the verdict of a job against them.
+
+A job's target is a number (passes at >= target x (1 - --tolerance)), or a mapping:
+  {target: 2790, lower: -0.05, upper: null}   relative bounds: [target x (1 + lower), target x (1 + upper)]
+  {floor: 2600}                               an absolute lower bound (target, if given, for diff% only)
+The verdict compares the headline's 95 % CI with the bounds: pass (all of it inside), fail (all
+of it outside), inconclusive (it straddles a bound).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from dnnbench.errors import DnnbenchError
+from dnnbench.results import numbers
+
+KEYS = {"target", "lower", "upper", "floor", "ceiling"}
+
+
+@dataclass
+class Bounds:
+    target: float | None
+    low: float | None       # absolute lower bound
+    high: float | None      # absolute upper bound
+
+    def describe(self) -> str:
+        parts = ([f">= {numbers.fmt(self.low)}"] if self.low is not None else []) + \
+            ([f"<= {numbers.fmt(self.high)}"] if self.high is not None else [])
+        return ", ".join(parts) or "-"
+
+
+def is_bounds(value) -> bool:
+    """A mapping in the tolerance form (rather than a plain number or {throughput: x})."""
+    return isinstance(value, dict) and bool(KEYS & set(value))
+
+
+def _number(path: Path, job: str, key: str, value, *, positive: bool) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or (positive and value <= 0):
+        kind = "a positive number" if positive else "a finite number"
+        raise DnnbenchError(f"baseline {path}: job {job!r}: {key} must be {kind} or null, got {value!r}")
+    return float(value)
+
+
+def parse(path: Path, job: str, value: dict) -> Bounds:
+    unknown = set(value) - KEYS
+    if unknown:
+        raise DnnbenchError(f"baseline {path}: job {job!r}: unknown key {sorted(unknown)[0]!r} "
+                            f"({', '.join(sorted(KEYS))})")
+    target = _number(path, job, "target", value.get("target"), positive=True)
+    lower = _number(path, job, "lower", value.get("lower"), positive=False)
+    upper = _number(path, job, "upper", value.get("upper"), positive=False)
+    floor = _number(path, job, "floor", value.get("floor"), positive=True)
+    ceiling = _number(path, job, "ceiling", value.get("ceiling"), positive=True)
+    if (lower is not None or upper is not None) and target is None:
+        raise DnnbenchError(f"baseline {path}: job {job!r}: lower/upper are fractions of a target: add target:")
+    if lower is not None and lower > 0 or upper is not None and upper < 0:
+        raise DnnbenchError(f"baseline {path}: job {job!r}: lower is a fraction <= 0 (-0.05 = 5 % below), "
+                            f"upper a fraction >= 0")
+    lows = [x for x in (target * (1 + lower) if lower is not None else None, floor) if x is not None]
+    highs = [x for x in (target * (1 + upper) if upper is not None else None, ceiling) if x is not None]
+    if not lows and not highs:
+        raise DnnbenchError(f"baseline {path}: job {job!r}: give lower/upper with target, or floor/ceiling")
+    return Bounds(target=target if target is not None else floor, low=max(lows) if lows else None,
+                  high=min(highs) if highs else None)
+
+
+def judge(target, headline: dict, tolerance: float) -> dict:
+    """The baseline columns of a report row: target, bounds, diff%, verdict (and pass: True,
+    False or None when inconclusive or without a target)."""
+    if target is None:
+        return {"target": None, "bounds": None, "diff_pct": None, "target_verdict": None, "pass": None}
+    bounds = target if isinstance(target, Bounds) else Bounds(target=target, low=target * (1 - tolerance), high=None)
+    value = headline.get("value")
+    if value is None:
+        return {"target": bounds.target, "bounds": bounds.describe(), "diff_pct": None, "target_verdict": None,
+                "pass": None}
+    low = headline.get("ci95_low") if headline.get("ci95_low") is not None else value
+    high = headline.get("ci95_high") if headline.get("ci95_high") is not None else value
+    verdict = numbers.verdict(low, high, bounds.low, bounds.high)
+    return {"target": bounds.target, "bounds": bounds.describe(),
+            "diff_pct": 100 * (value / bounds.target - 1) if bounds.target else None,
+            "target_verdict": verdict, "pass": {"pass": True, "fail": False}.get(verdict)}

@@ -1,0 +1,135 @@
+"""The headline of a run and of a job (its repeated runs), recomputed from raw windows: the one
+figure every output prints (run summary, report in every format, compare, suite table, plots).
+
+One run: sum(items) / sum(seconds) over its timed windows (times ranks), plus its parallel
+copies'; the 95 % CI from the spread of its windows. Several runs of a job: the same sum over
+all their windows; the CI the wider of the one from the spread between runs (each run one
+observation of a ratio estimator: runs often vary more than windows do) and the one from all
+the windows pooled. The window median sits beside it; with 5 or
+more runs, MLPerf-style trimmed figures drop the fastest and the slowest run.
+"""
+from __future__ import annotations
+
+import statistics
+
+from dnnbench.workloads import stats
+
+STATISTIC = stats.STATISTIC
+DESCRIPTION = stats.DESCRIPTION
+
+
+fmt = stats.fmt    # how every output rounds a throughput
+
+
+def streams(data: dict) -> list[tuple[int, list[dict]]]:
+    """(ranks, windows) of a run and of each of its parallel copies."""
+    out = [(int(data.get("world_size") or 1), [w for w in data.get("windows") or [] if w.get("seconds")])]
+    for copy in data.get("copies") or []:
+        out += streams(copy)
+    return out
+
+
+def essentials(data: dict) -> dict:
+    """What the statistics read from a result (a report keeps only this of each run)."""
+    return {"world_size": data.get("world_size"), "windows": data.get("windows") or [],
+            "copies": [essentials(c) for c in data.get("copies") or []]}
+
+
+def _finish(est: dict, median, **more) -> dict:
+    low, high, pct = stats.interval(est["value"], est["se"], est["df"])
+    return {"value": est["value"], "ci95_low": low, "ci95_high": high, "ci95_pct": pct, "se": est["se"],
+            "df": est["df"], "median": median, **more}
+
+
+def run_headline(data: dict) -> dict:
+    """The figure of one run, with its CI over windows and its window median."""
+    parts = []
+    for ranks, windows in streams(data):
+        h = stats.headline(windows, ranks)
+        parts.append(h)
+    medians = [p["median"] for p in parts]
+    return _finish(stats.combine(parts), None if None in medians else sum(medians),
+                   windows=parts[0]["n"], runs=1)
+
+
+def _totals(data: dict) -> list[tuple[float, float]]:
+    return [(sum(w["items"] for w in windows) * ranks, sum(w["seconds"] for w in windows))
+            for ranks, windows in streams(data)]
+
+
+def _pooled(runs: list[dict]) -> dict:
+    """Sum over sums across runs, per stream (copy). Its CI is the wider of two: from the spread
+    of the runs (each run one observation; run-to-run noise) and from the spread of all the
+    windows (with few runs the first can come out narrow by luck)."""
+    if len(runs) == 1:
+        return run_headline(runs[0])
+    per_run = [_totals(r) for r in runs]
+    width = min(len(t) for t in per_run)
+    by_runs = stats.combine([stats.ratio([t[k][0] for t in per_run], [t[k][1] for t in per_run])
+                             for k in range(width)])
+    by_windows, medians = [], []
+    for k in range(width):
+        pooled = [(w["items"] * streams(r)[k][0], w["seconds"]) for r in runs for w in streams(r)[k][1]]
+        by_windows.append(stats.ratio([x for x, _ in pooled], [t for _, t in pooled]))
+        medians.append(stats.median([x / t for x, t in pooled]))
+    by_windows = stats.combine(by_windows)
+    widths = [(stats.interval(e["value"], e["se"], e["df"])[2] or 0, i, e) for i, e in enumerate((by_runs, by_windows))]
+    est = by_runs if by_runs["se"] is None or by_windows["se"] is None else max(widths)[2]
+    return _finish(est, None if None in medians else sum(medians),
+                   windows=sum(len(streams(r)[0][1]) for r in runs), runs=len(runs))
+
+
+def job_headline(runs: list[dict]) -> dict:
+    """The figure of a job: its ok runs pooled; sd over runs; trimmed figures from 5 runs on."""
+    runs = [r for r in runs if run_headline(r)["value"] is not None]
+    if not runs:
+        return {"value": None, "ci95_low": None, "ci95_high": None, "ci95_pct": None, "se": None, "df": 0,
+                "median": None, "windows": 0, "runs": 0, "sd": None, "sd_pct": None, "trimmed": None,
+                "trimmed_n": None}
+    out = _pooled(runs)
+    values = [run_headline(r)["value"] for r in runs]
+    out["sd"] = statistics.stdev(values) if len(values) > 1 else 0.0
+    out["sd_pct"] = 100 * out["sd"] / out["value"] if out["value"] else None
+    ranked = sorted(runs, key=lambda r: run_headline(r)["value"])
+    kept = ranked[1:-1] if stats.trim(values) is not None else None
+    out["trimmed"] = _pooled(kept)["value"] if kept else None
+    out["trimmed_n"] = len(kept) if kept else None
+    return out
+
+
+def verdict(low, high, lower_bound, upper_bound) -> str:
+    """pass when the whole CI is within the bounds, fail when it is wholly outside one, else
+    inconclusive (the CI straddles a bound)."""
+    if lower_bound is not None and high < lower_bound or upper_bound is not None and low > upper_bound:
+        return "fail"
+    if (lower_bound is None or low >= lower_bound) and (upper_bound is None or high <= upper_bound):
+        return "pass"
+    return "inconclusive"
+
+
+def ratio(a: dict, b: dict) -> dict:
+    """B/A of two headlines with its 95 % CI (relative standard errors added in quadrature,
+    the smaller df kept)."""
+    if not a.get("value") or not b.get("value"):
+        return {"value": None, "low": None, "high": None}
+    r = b["value"] / a["value"]
+    if a.get("se") is None or b.get("se") is None:
+        return {"value": r, "low": None, "high": None}
+    rel = ((a["se"] / a["value"]) ** 2 + (b["se"] / b["value"]) ** 2) ** 0.5
+    low, high, _ = stats.interval(r, r * rel, min(a["df"], b["df"]))
+    return {"value": r, "low": low, "high": high}
+
+
+def compare_verdict(r: dict, tolerance: float) -> str:
+    """same (B/A's CI within 1 +- tolerance), faster/slower (wholly beyond it), else inconclusive."""
+    if r["value"] is None:
+        return "-"
+    if r["low"] is None:
+        return "inconclusive"
+    if r["low"] >= 1 - tolerance and r["high"] <= 1 + tolerance:
+        return "same"
+    if r["low"] > 1 + tolerance:
+        return "faster"
+    if r["high"] < 1 - tolerance:
+        return "slower"
+    return "inconclusive"
