@@ -232,4 +232,4 @@ def test_host_options_carry_the_loader(tmp_path, imagenet):
     bad = tmp_path / "bad.yaml"
     bad.write_text(suite.read_text().replace("loader: gpu", "loader: '[red]tpu'"))
     res = dnnbench("suite", "run", str(bad), "--dry-run", check=2)
-    one_line_error(res, "loader must be one of")
+    one_line_error(res, "options.loader must be 'auto', 'cpu', 'gpu' or 'dali', got '[red]tpu'")

@@ -314,7 +314,7 @@ def test_amd_telemetry_reads_amdsmi_fields(monkeypatch):
             return {"power": 2_000_000, "counter_resolution": 15.3, "timestamp": 1}
 
         def amdsmi_get_clock_info(self, h, kind):
-            return {"cur_clk": 2100} if kind == "gfx" else {"clk": 1300}
+            return {"cur_clk": 2100, "max_clk": 2400} if kind == "gfx" else {"clk": 1300}
 
         def amdsmi_get_temp_metric(self, h, kind, metric):
             return 61
@@ -330,7 +330,8 @@ def test_amd_telemetry_reads_amdsmi_fields(monkeypatch):
     assert telemetry.amd_handles(smi) == ["gpu1"]
     row = telemetry._read_amd(smi, "gpu1")
     assert row == {"power_w": 480, "energy_j": pytest.approx(30.6), "sm_clock_mhz": 2100, "mem_clock_mhz": 1300,
-                   "temperature_c": 61, "utilization_pct": 97, "memory_used_mib": 30000, "throttle_reasons": None}
+                   "temperature_c": 61, "utilization_pct": 97, "memory_used_mib": 30000, "throttle_reasons": None,
+                   "max_sm_clock_mhz": 2400}
 
 
 def test_cuda_visible_devices_map_to_nvml_handles_by_uuid(monkeypatch):

@@ -110,7 +110,7 @@ def _read_amd(smi, h):
         "utilization_pct": _number((get("amdsmi_get_gpu_activity") or {}).get("gfx_activity")),
         "memory_used_mib": _number(vram.get("vram_used")),
         "throttle_reasons": None,
-        "max_sm_clock_mhz": None,
+        "max_sm_clock_mhz": _number(gfx.get("max_clk")),
     }
 
 
