@@ -114,10 +114,11 @@ def _leftover_processes(folder: str) -> list[int]:
 def _leave_nothing_behind(request):
     """After a test that ran things under its tmp_path, remove what is still there by name: its
     containers, Slurm jobs and processes, so a failing test leaves nothing running."""
-    yield
     if "tmp_path" not in request.fixturenames:
+        yield
         return
     folder = str(request.getfixturevalue("tmp_path"))
+    yield
     import signal as signals
     for pid in _leftover_processes(folder):
         try:
