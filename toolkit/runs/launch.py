@@ -353,6 +353,7 @@ def _supervised(plan, job, command, owned, stop, quiet):
                             on_start=on_start)
     except DnnbenchError as exc:  # the engine refused to start it: keep that in the run folder too
         _append(log_path, f"[dnnbench] error: {exc}\n")
+        tail.append(str(exc))
         close(Outcome(125, "exited", 0.0, started=False), None)
         exc.log = str(log_path)
         raise
