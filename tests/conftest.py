@@ -105,7 +105,7 @@ def _leftover_processes(folder: str) -> list[int]:
             argv = (proc / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if any(arg.decode(errors="replace").startswith(folder) for arg in argv):
+        if any(arg == folder.encode() or arg.startswith(folder.encode() + b"/") for arg in argv):
             found.append(int(proc.name))
     return found
 
