@@ -20,7 +20,7 @@ import uuid
 
 import pytest
 
-from dnnbench.runs import launch
+from dnnbench.runs import interrupts, launch
 from tests.helpers import dnnbench, one_line_error
 
 pytestmark = pytest.mark.signals
@@ -143,7 +143,7 @@ def test_ctrl_c_as_the_container_is_made_end_to_end(built_image, tmp_path):
                                "--filter", "event=create", "--format", "{{.Action}}"],
                               stdout=subprocess.PIPE, text=True)
     try:
-        proc = _start("--image", built_image, "--results", tmp_path, "--run-id", run_id, *LONG)
+        proc = _start("--image", built_image, "--results", tmp_path, "--run-id", run_id, "--quiet", *LONG)
         ready, _, _ = select.select([events.stdout], [], [], WAIT)
         assert ready and events.stdout.readline().strip() == "create", proc.stderr.read()
         proc.send_signal(signal.SIGINT)
@@ -161,7 +161,7 @@ def test_ctrl_c_as_the_container_is_made_end_to_end(built_image, tmp_path):
 STUBBORN = ("import signal, sys, time\n"
             "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
             "{term}"
-            "print('ready', flush=True)\n"
+            "print('stubborn %s' % 'up', flush=True)\n"   # a line the command line does not hold
             "time.sleep(3600)\n")
 
 
@@ -180,6 +180,8 @@ def _signal_on(run_dir, lines: list[str]):
             deadline = time.monotonic() + WAIT
             while not _in_log(run_dir, line) and time.monotonic() < deadline:
                 time.sleep(0.1)
+            if interrupts._active is None:   # the run is over: a SIGINT now would stop pytest
+                return
             os.kill(os.getpid(), signal.SIGINT)
     thread = threading.Thread(target=send, daemon=True)
     thread.start()
@@ -192,7 +194,7 @@ def test_second_ctrl_c_escalates_to_sigterm_then_sigkill_and_says_so(tmp_path, i
     run_dir = tmp_path / "esc"
     # Ctrl-C once the run is up; again once the SIGINT it ignores has been sent; a third time
     # (when it ignores SIGTERM too) once SIGTERM has been sent.
-    lines = ["ready", "SIGINT sent"] + (["SIGTERM sent"] if ignore_term else [])
+    lines = ["stubborn up", "SIGINT sent"] + (["SIGTERM sent"] if ignore_term else [])
     sender = _signal_on(run_dir, lines)
     try:
         data, code = launch.execute(plan, quiet=True)
