@@ -65,3 +65,70 @@ def fake_imagenet(tmp_path_factory):
     dest = tmp_path_factory.mktemp("fake-imagenet")
     dnnbench("data", "fake", "imagenet", "--to", dest, "--images", 64, "--classes", 4, "--size", 96, check=0)
     return dest
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "signals: waits on a signal, a line or a timeout; scripts/test.sh runs these "
+                                       "a second time beside a CPU hog")
+
+
+def _leftover_containers(folder: str) -> list[str]:
+    """dnnbench containers (by their run-id label) with a mount under `folder`: a test's own,
+    never another checkout's that shares the docker daemon."""
+    res = subprocess.run(["docker", "ps", "-a", "-q", "--filter", "label=io.dnnbench.run-id"],
+                         capture_output=True, text=True)
+    ids = res.stdout.split()
+    if res.returncode != 0 or not ids:
+        return []
+    res = subprocess.run(["docker", "inspect", "-f", "{{.Id}} {{range .Mounts}}{{.Source}} {{end}}", *ids],
+                         capture_output=True, text=True)
+    return [line.split()[0] for line in res.stdout.splitlines()
+            if any(src == folder or src.startswith(folder + "/") for src in line.split()[1:])]
+
+
+def _leftover_jobs(folder: str) -> list[str]:
+    """Slurm jobs whose script lies under `folder` (dnnbench writes it into the run folder)."""
+    if shutil.which("squeue") is None:
+        return []
+    res = subprocess.run(["squeue", "-h", "-o", "%i %o"], capture_output=True, text=True)
+    return [line.split()[0] for line in res.stdout.splitlines()
+            if len(line.split()) > 1 and line.split()[1].startswith(folder + "/")]
+
+
+def _leftover_processes(folder: str) -> list[int]:
+    """Processes (host-runtime runs) whose command line names `folder`."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if any(arg == folder.encode() or arg.startswith(folder.encode() + b"/") for arg in argv):
+            found.append(int(proc.name))
+    return found
+
+
+@pytest.fixture(autouse=True)
+def _leave_nothing_behind(request):
+    """After a test that ran things under its tmp_path, remove what is still there by name: its
+    containers, Slurm jobs and processes, so a failing test leaves nothing running."""
+    if "tmp_path" not in request.fixturenames:
+        yield
+        return
+    folder = str(request.getfixturevalue("tmp_path"))
+    yield
+    import signal as signals
+    for pid in _leftover_processes(folder):
+        try:
+            os.kill(pid, signals.SIGKILL)
+        except OSError:
+            pass
+    if request.node.get_closest_marker("engine") or request.node.get_closest_marker("signals"):
+        jobs = _leftover_jobs(folder)
+        if jobs:
+            subprocess.run(["scancel", *jobs], check=False)
+        containers = _leftover_containers(folder)
+        if containers:
+            subprocess.run(["docker", "rm", "-f", *containers], capture_output=True, check=False)

@@ -5,6 +5,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from dataclasses import replace
 
 import pytest
@@ -83,41 +84,51 @@ def test_data_mount_is_read_only_inside(built_image, tmp_path, fake_imagenet):
 
 
 def _containers(run_id):
-    return subprocess.run(["docker", "ps", "-a", "-q", "--filter", f"name=dnnbench-{run_id}"],
+    return subprocess.run(["docker", "ps", "-a", "-q", "--filter", f"label=io.dnnbench.run-id={run_id}"],
                           capture_output=True, text=True, check=True).stdout.split()
 
 
+def _unique(prefix):
+    """Container names are global to the daemon, which other checkouts' tests share."""
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.mark.signals
 def test_ctrl_c_leaves_no_container_and_keeps_the_result(built_image, tmp_path):
+    run_id = _unique("cc")
     proc = subprocess.Popen([sys.executable, "-m", "dnnbench", "run", "resnet18", "--image", built_image,
-                             "--results", str(tmp_path), "--run-id", "cc", "--batch-size", "2",
+                             "--results", str(tmp_path), "--run-id", run_id, "--batch-size", "2",
                              "--number", "5", "--repeat", "1000"],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    log = tmp_path / "cc" / "log.txt"
-    deadline = time.time() + 120
-    while time.time() < deadline and not (log.exists() and "warmup done" in log.read_text()):
+    log = tmp_path / run_id / "log.txt"
+    deadline = time.monotonic() + 600   # bounded, generous: a busy 2-core machine is slow
+    while time.monotonic() < deadline and proc.poll() is None and not (log.exists() and "warmup done" in log.read_text()):
         time.sleep(0.5)
-    assert _containers("cc"), "the run's container never started"
+    assert _containers(run_id), "the run's container never started"
     proc.send_signal(signal.SIGINT)
-    out, _ = proc.communicate(timeout=120)
+    out, _ = proc.communicate(timeout=600)
     assert proc.returncode == 130, out
-    assert _containers("cc") == []
-    data = json.loads((tmp_path / "cc" / "result.json").read_text())
+    assert _containers(run_id) == []
+    data = json.loads((tmp_path / run_id / "result.json").read_text())
     assert data["status"] == "interrupted"
 
 
+@pytest.mark.signals
 def test_timeout_stops_and_removes_the_container(built_image, tmp_path):
-    res = dnnbench("run", "resnet18", "--image", built_image, "--results", tmp_path, "--run-id", "to",
+    run_id = _unique("to")
+    res = dnnbench("run", "resnet18", "--image", built_image, "--results", tmp_path, "--run-id", run_id,
                    "--timeout", "8", "--batch-size", "2", "--number", "5", "--repeat", "1000")
     assert res.returncode == 124, res.stderr
-    assert json.loads((tmp_path / "to" / "result.json").read_text())["status"] == "timeout"
-    assert _containers("to") == []
+    assert json.loads((tmp_path / run_id / "result.json").read_text())["status"] == "timeout"
+    assert _containers(run_id) == []
 
 
 def test_gpu_request_is_formed_and_refused_helpfully(built_image, tmp_path):
     """No NVIDIA runtime here: the created container carries the request; starting it is
     refused with a hint instead of docker's 'could not select device driver'."""
     from dnnbench.containers.engines.docker import HINT_NO_NVIDIA, ContainerJob
-    plan = plan_mod.RunPlan(runtime="docker", workload="resnet18", run_id="gpureq", run_dir=str(tmp_path),
+    run_id = _unique("gpureq")
+    plan = plan_mod.RunPlan(runtime="docker", workload="resnet18", run_id=run_id, run_dir=str(tmp_path),
                             image=built_image, argv=["python3", "-c", "pass"], accelerator="nvidia",
                             gpus=["0", "1"], user=f"{os.getuid()}:{os.getgid()}")
     job = ContainerJob(plan)
@@ -135,7 +146,7 @@ def test_gpu_request_is_formed_and_refused_helpfully(built_image, tmp_path):
             assert HINT_NO_NVIDIA in str(exc)
     finally:
         job.cleanup()
-    assert _containers("gpureq") == []
+    assert _containers(run_id) == []
 
 
 def test_two_process_gloo_ddp_in_a_container(built_image, tmp_path):

@@ -195,7 +195,9 @@ def test_torch_profile_of_a_real_run_and_profile_show(tmp_path):
     # Self times from the Chrome trace agree with torch's own key_averages() table of the same run.
     table = (tmp_path / "t" / "torch-ops.txt").read_text().splitlines()
     first = next(line for line in table if line.strip().startswith("aten::"))
-    name, self_ms = first.split()[0], float(re.findall(r"([\d.]+)ms", first)[0])
+    # Columns: name, Self CPU %, Self CPU, ...; torch prints a time in us, ms or s by its size.
+    value, unit = re.fullmatch(r"([\d.]+)(s|ms|us)", first.split()[2]).groups()
+    name, self_ms = first.split()[0], float(value) * {"s": 1e3, "ms": 1.0, "us": 1e-3}[unit]
     assert top[0]["name"] == name and top[0]["total_ns"] / 1e6 == pytest.approx(self_ms, rel=0.01)
     res = dnnbench("profile", "show", tmp_path / "t", "--top", "3", check=0)
     assert "torch.profiler: top CPU ops (self time)" in res.stdout and name in res.stdout

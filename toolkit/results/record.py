@@ -31,6 +31,12 @@ def finalize(run_dir: Path, *, plan: dict, outcome, command: str, log_tail: list
         }
         last = next((line for line in reversed(log_tail) if line.strip()), "")
         data["message"] = f"the run wrote no result (exit {outcome.exit_code}): {last.strip()[:500]}"
+        if not getattr(outcome, "started", True) and outcome.ended == "interrupted":
+            data["message"] = "interrupted before the run started"
+    log_full = getattr(outcome, "log_full", None)
+    if log_full and data["status"] in ("error", "running"):
+        data["status"] = "error"
+        data["message"] = f"the results folder ran out of space: {log_full}"
     if outcome.ended == "timeout":
         data["status"] = "timeout"
         data["message"] = f"stopped after the {plan.get('timeout'):.0f}s timeout"
@@ -47,6 +53,8 @@ def finalize(run_dir: Path, *, plan: dict, outcome, command: str, log_tail: list
         "exit_code": outcome.exit_code, "ended": outcome.ended, "seconds": round(outcome.seconds, 3),
         "command": command, "gpus": plan.get("gpus"), **(host_extra or {}),
     }
+    if log_full:
+        data["host"]["log_full"] = log_full
     if amend is not None:
         amend(data)
     data["verdict"] = verdict.judge(data)   # again here: the host adds the profile's GPU-busy share

@@ -17,7 +17,7 @@ from dnnbench.runs import plan as plan_mod
 from dnnbench.runs.manifest import host_manifest
 from dnnbench.runs.options import PROFILERS, RUNTIME_ALIASES, RunOptions, harness_values
 from dnnbench.workloads.options import AMP, BY_NAME
-from dnnbench.console import err, info, out
+from dnnbench.console import err, info, out, warn
 from dnnbench.errors import DnnbenchError
 
 EXIT_TIMEOUT = 124
@@ -155,6 +155,20 @@ def make_run_dir(results: Path, run_id: str, dry_run: bool, run_dir: Path | None
     return run_dir
 
 
+def run_folder(results: Path, run_id: str, dry_run: bool, run_dir: Path | None = None) -> Path:
+    """Where the run goes, checked to stay under --results. Nothing is made here: execute() claims
+    the folder once every check has passed, so a refused run leaves no empty folder behind."""
+    if run_dir is None:   # suites give the folder (job/rN) themselves, made of checked names
+        names.path_component(run_id, "--run-id")
+    folder = names.inside(results, run_dir or results / run_id, "run folder")
+    if dry_run:
+        check_writable(results, "results dir")
+        return folder
+    if (folder / "result.json").exists():
+        raise DnnbenchError(f"{folder} already holds a result: choose another --run-id")
+    return folder
+
+
 def harness_args(opts: RunOptions, *, data_in: str | None, results_in: str, run_id: str, device: str) -> list[str]:
     from dnnbench.workloads import options
     args = ["--results", results_in, "--run-id", run_id, "--device", device]
@@ -215,7 +229,7 @@ def build_plan(opts: RunOptions) -> plan_mod.RunPlan:
         raise DnnbenchError("--nproc is for CPU runs; with --gpus one process runs per GPU")
     data = check_data(opts.data, workload, kind)
     run_id = opts.run_id or names.new_run_id(workload)
-    run_dir = make_run_dir(opts.results, run_id, opts.dry_run, opts.run_dir)
+    run_dir = run_folder(opts.results, run_id, opts.dry_run, opts.run_dir)
     img = resolve_image(opts, runtime)
     profile = check_profile(opts.profile, gpu_ids, img)
     granted = gpus_mod.check(gpu_ids, img.accelerator) if not opts.dry_run else []
@@ -263,15 +277,41 @@ def job_for(plan: plan_mod.RunPlan):
 
 
 def execute(plan: plan_mod.RunPlan, *, quiet: bool = False):
-    """Run a plan to the end; returns (result dict, exit code). Never loses the run folder."""
-    from dnnbench.results.record import finalize
-    from dnnbench.runs.supervise import supervise
+    """Run a plan to the end; returns (result dict, exit code). Owns the run folder for the
+    run's life; from the claim on, every way out (failure, signal, timeout, full disk) leaves
+    result.json there and no container or process behind."""
+    from rich.markup import escape
+
+    from dnnbench.runs import claim as claim_mod
+    from dnnbench.runs.interrupts import caught
 
     run_dir = Path(plan.run_dir)
-    plan.save(run_dir / "plan.json")
     job, command = job_for(plan)
+    with caught() as stop:   # before anything exists, so no signal can land between two steps
+        owned = claim_mod.claim(run_dir, run_id=plan.run_id, say=lambda m: warn(escape(m)))
+        try:
+            try:
+                owned.record(runtime=plan.runtime, **(getattr(job, "identity", None) or {}))
+                plan.save(run_dir / "plan.json")
+                (run_dir / "log.txt").write_text(f"$ {command}\n", encoding="utf-8")
+                owned.reserve()
+            except OSError as exc:
+                for name in ("plan.json", "log.txt"):
+                    (run_dir / name).unlink(missing_ok=True)
+                owned.abandon()
+                raise DnnbenchError(f"results dir {run_dir} is not writable: {claim_mod.why(exc)}") from None
+            return _supervised(plan, job, command, owned, stop, quiet)
+        finally:
+            owned.release()
+
+
+def _supervised(plan, job, command, owned, stop, quiet):
+    from dnnbench.results.record import finalize
+    from dnnbench.runs.claim import why
+    from dnnbench.runs.supervise import Outcome, supervise
+
+    run_dir = Path(plan.run_dir)
     log_path = run_dir / "log.txt"
-    log_path.write_text(f"$ {command}\n", encoding="utf-8")
     tail: collections.deque = collections.deque(maxlen=30)
 
     def on_line(line: str) -> None:
@@ -279,22 +319,47 @@ def execute(plan: plan_mod.RunPlan, *, quiet: bool = False):
         if not quiet:
             err.print(line, markup=False, highlight=False, soft_wrap=True)
 
+    def on_start() -> None:
+        if getattr(job, "identity", None) and plan.runtime != "docker":
+            try:
+                owned.record(process=job.identity)   # so a later run can stop it if we die
+            except OSError:
+                pass   # a full disk: the run goes on, its log says so
+
+    def close(outcome, amend=None) -> dict:
+        """finalize; when the disk is full, give up the reserve, say so at the end of the log,
+        and write the result in the space that frees."""
+        def write() -> dict:
+            return finalize(run_dir, plan=plan.to_dict(), outcome=outcome, command=command,
+                            log_tail=list(tail), amend=amend)
+        if not outcome.log_full:
+            try:
+                return write()
+            except OSError as exc:
+                outcome.log_full = f"{why(exc)} writing {run_dir / 'result.json'}"
+        owned.free_reserve()
+        _append(log_path, f"[dnnbench] error: the results folder ran out of space: {outcome.log_full}\n")
+        try:
+            return write()
+        except OSError as exc:
+            raise DnnbenchError(f"the results folder ran out of space: {why(exc)} writing "
+                                f"{run_dir / 'result.json'}", log=str(log_path), exit_code=1) from None
+
     try:
-        outcome = supervise(job, log_path=log_path, on_line=on_line, timeout=plan.timeout)
+        outcome = supervise(job, log_path=log_path, on_line=on_line, timeout=plan.timeout, stop=stop,
+                            say=lambda s: err.print(s, markup=False, highlight=False, soft_wrap=True),
+                            on_start=on_start)
     except DnnbenchError as exc:  # the engine refused to start it: keep that in the run folder too
-        from dnnbench.runs.supervise import Outcome
-        with open(log_path, "a", encoding="utf-8") as log:
-            log.write(f"[dnnbench] error: {exc}\n")
-        finalize(run_dir, plan=plan.to_dict(), outcome=Outcome(125, "exited", 0.0), command=command,
-                 log_tail=[str(exc)])
+        _append(log_path, f"[dnnbench] error: {exc}\n")
+        tail.append(str(exc))
+        close(Outcome(125, "exited", 0.0, started=False), None)
         exc.log = str(log_path)
         raise
 
     def add_profile(data: dict) -> None:
         from dnnbench.results.profile_parsers import summarize
         data["profile"] = summarize(run_dir, data) or {"problems": [f"{plan.profile} left no output (see log.txt)"]}
-    data = finalize(run_dir, plan=plan.to_dict(), outcome=outcome, command=command, log_tail=list(tail),
-                    amend=add_profile if plan.profile else None)
+    data = close(outcome, add_profile if plan.profile and outcome.started else None)
     code = outcome.exit_code
     if outcome.ended == "timeout":
         code = EXIT_TIMEOUT
@@ -303,6 +368,15 @@ def execute(plan: plan_mod.RunPlan, *, quiet: bool = False):
     elif code == 0 and data["status"] != "ok":
         code = 1
     return data, code
+
+
+def _append(path: Path, text: str) -> None:
+    """One more line in the log, if the disk lets us."""
+    try:
+        with open(path, "a", encoding="utf-8") as log:
+            log.write(text)
+    except OSError:
+        pass
 
 
 def run_command(opts: RunOptions) -> int:

@@ -203,48 +203,90 @@ def _sbatch(script: Path, *extra: str) -> str:
 
 
 def _submit_and_wait(o: SlurmOptions, script: Path, run_dir: Path, run_id: str) -> int:
-    """sbatch --wait, streaming the job's output; Ctrl-C cancels the job. Then the result gets
-    the host's view, as `dnnbench run` gives it."""
+    """sbatch --wait, streaming the job's output; Ctrl-C cancels the job (SIGINT to its steps
+    first, so the harness keeps a partial result). Then the result gets the host's view, as
+    `dnnbench run` gives it."""
     from dnnbench.results.record import finalize, show_outcome
+    from dnnbench.runs.interrupts import caught
     from dnnbench.runs.supervise import Outcome
 
     started = time.monotonic()
-    proc = subprocess.Popen(["sbatch", "--parsable", "--wait", str(script)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    job = (proc.stdout.readline() or "").strip().split(";")[0]
-    if not job.isdigit():
-        proc.wait()
-        raise DnnbenchError(f"sbatch refused {script}: {(proc.stderr.read() or job).strip()}")
-    info(f"job {job} submitted; waiting for it (Ctrl-C cancels it)")
-    log = run_dir / f"slurm-{job}.out"
-    pos, ended, tail = 0, "exited", []
+    with caught() as stop:   # signals counted from here, so none lands between submit and cancel
+        # its own session: a terminal's Ctrl-C reaches dnnbench alone, which cancels the job
+        proc = subprocess.Popen(["sbatch", "--parsable", "--wait", str(script)], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, start_new_session=True)
+        job = (proc.stdout.readline() or "").strip().split(";")[0]
+        if not job.isdigit():
+            proc.wait()
+            raise DnnbenchError(f"sbatch refused {script}: {(proc.stderr.read() or job).strip()}")
+        info(f"job {job} submitted; waiting for it (Ctrl-C cancels it)")
+        log = run_dir / f"slurm-{job}.out"
+        pos, ended, tail = 0, "exited", []
 
-    def follow() -> None:
-        nonlocal pos
-        if log.exists():
-            with open(log, errors="replace") as fh:
-                fh.seek(pos)
-                chunk = fh.read()
-                pos = fh.tell()
-            for line in chunk.splitlines():
-                tail.append(line)
-                err.print(line, markup=False, highlight=False, soft_wrap=True)
-            del tail[:-30]
-    try:
-        while proc.poll() is None:
+        def follow() -> None:
+            nonlocal pos
+            if log.exists():
+                with open(log, errors="replace") as fh:
+                    fh.seek(pos)
+                    chunk = fh.read()
+                    pos = fh.tell()
+                for line in chunk.splitlines():
+                    tail.append(line)
+                    err.print(line, markup=False, highlight=False, soft_wrap=True)
+                del tail[:-30]
+        while proc.poll() is None and not stop.count:
             follow()
-            time.sleep(1)
-    except KeyboardInterrupt:
-        subprocess.run(["scancel", "--signal=INT", "--full", job], check=False)
-        time.sleep(5)                      # the harness writes its partial result on SIGINT
-        subprocess.run(["scancel", job], check=False)
-        proc.wait()
-        ended = "interrupted"
-    follow()
-    code = proc.returncode if ended == "exited" else 130
-    plan = {"run_id": run_id, "workload": o.run.workload, "runtime": f"slurm/{o.run.runtime}",
-            "image": o.run.image, "base": o.run.base, "gpus": None, "timeout": None}
-    data = finalize(run_dir, plan=plan, outcome=Outcome(code, ended, time.monotonic() - started),
-                    command=f"sbatch {script}", log_tail=tail, host_extra={"slurm_job": job})
+            stop.sleep(1.0)
+        if stop.count:
+            ended = "interrupted"
+            _cancel(job, stop, follow)
+            try:
+                proc.wait(timeout=30)   # sbatch --wait notices the end at its next poll
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        follow()
+        code = proc.returncode if ended == "exited" else 130
+        plan = {"run_id": run_id, "workload": o.run.workload, "runtime": f"slurm/{o.run.runtime}",
+                "image": o.run.image, "base": o.run.base, "gpus": None, "timeout": None}
+        data = finalize(run_dir, plan=plan, outcome=Outcome(code, ended, time.monotonic() - started),
+                        command=f"sbatch {script}", log_tail=tail, host_extra={"slurm_job": job})
     show_outcome(run_dir, data)
     return code if code else (0 if data.get("status") == "ok" else 1)
+
+
+CANCEL_GRACE = 30.0   # seconds the job has after SIGINT to write its partial result
+
+
+def _job_ended(job: str) -> bool:
+    """No longer in squeue (pending, running or completing)."""
+    res = subprocess.run(["squeue", "-h", "-j", job, "-o", "%T"], capture_output=True, text=True)
+    return res.returncode != 0 or not res.stdout.strip()
+
+
+def _wait_for_end(job: str, seconds: float, stop, seen: int, follow) -> bool:
+    """True once the job has left the queue; False after `seconds` or at one more signal."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        follow()
+        if _job_ended(job):
+            return True
+        if stop.count > seen:
+            return False
+        stop.sleep(0.5)
+    return _job_ended(job)
+
+
+def _cancel(job: str, stop, follow) -> None:
+    """SIGINT to every step of the job; scancel it if it has not ended within the grace (or at
+    the next Ctrl-C); then wait, bounded, until Slurm has let it go."""
+    seen = stop.count
+    info(f"interrupted: SIGINT sent to job {job}, which has {CANCEL_GRACE:.0f}s to write its result "
+         f"(Ctrl-C again cancels it now)")
+    subprocess.run(["scancel", "--signal=INT", "--full", job], check=False, capture_output=True)
+    if _wait_for_end(job, CANCEL_GRACE, stop, seen, follow):
+        return
+    info(f"cancelling job {job}")
+    subprocess.run(["scancel", job], check=False, capture_output=True)
+    if not _wait_for_end(job, 120.0, stop, stop.count, follow):
+        info(f"job {job} is still in the queue after scancel: `squeue -j {job}` shows it")

@@ -6,6 +6,8 @@ Builds use the low-level APIClient so progress can be shown live and every chunk
 from __future__ import annotations
 
 import re
+import secrets
+import time
 from pathlib import Path
 from typing import Callable, Iterable
 
@@ -175,17 +177,43 @@ def create_kwargs(plan) -> dict:
     return {k: v for k, v in kwargs.items() if v is not None}
 
 
-class ContainerJob:
-    """A RunPlan as a detached container: streamed, waited on, interrupted, always removed."""
+RUN_LABEL = "io.dnnbench.run-id"
+OWNER_LABEL = "io.dnnbench.owner"    # the claim that made it: only its maker removes it by name
 
-    def __init__(self, plan):
+
+def container_name(run_id: str) -> str:
+    return f"dnnbench-{run_id}"
+
+
+class ContainerJob:
+    """A RunPlan as a detached container: streamed, waited on, signalled, always removed.
+    Everything after the create goes by the container's name, so a container is removed even
+    when docker-py's create (two API calls) made it and then failed to describe it."""
+
+    def __init__(self, plan, owner: str | None = None):
         self.plan = plan
+        self.name = container_name(plan.run_id)
+        self.owner = owner or secrets.token_hex(8)
         self.container = None
+        self._client = None
+
+    @property
+    def identity(self) -> dict:
+        return {"container": self.name, "owner": self.owner}
+
+    @property
+    def api(self):
+        if self._client is None:
+            self._client = client()
+        return self._client.api
 
     def create(self):
         import docker
+        kwargs = create_kwargs(self.plan)
+        kwargs["labels"] = {**kwargs.get("labels", {}), OWNER_LABEL: self.owner}
+        self.api  # noqa: B018 - reach the engine first: an unreachable one is its own error
         try:
-            self.container = client().containers.create(**create_kwargs(self.plan))
+            self.container = self._client.containers.create(**kwargs)
         except docker.errors.ImageNotFound:
             raise DnnbenchError(f"image {self.plan.image} is not on this machine "
                                 f"(`dnnbench build --base ...` makes one, `dnnbench images` lists them)") from None
@@ -199,13 +227,13 @@ class ContainerJob:
         if self.container is None:
             self.create()
         try:
-            self.container.start()
+            self.api.start(self.name)
         except docker.errors.APIError as exc:
             raise DnnbenchError(f"docker could not start the run: {explain_run_error(str(exc.explanation or exc))}") from None
 
     def lines(self):
         pending = b""
-        for chunk in self.container.logs(stream=True, follow=True, stdout=True, stderr=True):
+        for chunk in self.api.logs(self.name, stream=True, follow=True, stdout=True, stderr=True):
             pending += chunk
             *done, pending = pending.split(b"\n")
             for raw in done:
@@ -214,28 +242,61 @@ class ContainerJob:
             yield pending.decode("utf-8", errors="replace")
 
     def wait(self, timeout: float) -> int | None:
+        import docker
         import requests
         try:
-            return int(self.container.wait(timeout=max(1, int(round(timeout))))["StatusCode"])
+            return int(self.api.wait(self.name, timeout=max(1, int(round(timeout))))["StatusCode"])
         except (requests.exceptions.RequestException, OSError):
             return None
+        except docker.errors.NotFound:   # removed behind our back: it ran no more
+            return 137
 
-    def _quietly(self, fn, *args, **kwargs) -> None:
+    def _signal(self, sig: str) -> None:
         import docker
         try:
-            fn(*args, **kwargs)
-        except (docker.errors.NotFound, docker.errors.APIError):
+            self.api.kill(self.name, signal=sig)
+        except docker.errors.APIError:   # NotFound, or not running any more
             pass
 
     def interrupt(self) -> None:
-        self._quietly(self.container.kill, signal="SIGINT")
+        self._signal("SIGINT")
 
-    def stop(self) -> None:
-        self._quietly(self.container.stop, timeout=5)
+    def terminate(self) -> None:
+        self._signal("SIGTERM")
+
+    def kill(self) -> None:
+        self._signal("SIGKILL")
 
     def cleanup(self) -> None:
-        if self.container is not None:
-            self._quietly(self.container.remove, force=True)
+        """Remove the container if this job made it (its owner label says so)."""
+        if self._client is None:
+            return
+        remove_owned(self.api, self.name, self.owner)
+
+
+def remove_owned(api, name: str, owner: str | None = None, run_dir: str | None = None) -> bool:
+    """Force-remove container `name` if it is the one `owner` made, or (for a dead owner's
+    orphan) one whose /results mount is `run_dir`. True if one was removed."""
+    import docker
+    for attempt in range(30):
+        try:
+            info = api.inspect_container(name)
+        except docker.errors.NotFound:
+            return attempt > 0
+        except docker.errors.APIError:
+            return False
+        labels = (info.get("Config") or {}).get("Labels") or {}
+        sources = {m.get("Source") for m in info.get("Mounts") or []}
+        if not ((owner and labels.get(OWNER_LABEL) == owner) or (run_dir and run_dir in sources)):
+            return False
+        try:
+            api.remove_container(name, force=True)
+            return True
+        except docker.errors.NotFound:
+            return True
+        except docker.errors.APIError:   # 409: a removal already in progress; wait for it
+            time.sleep(1.0)
+    return False
 
 
 def latest_image(label: str) -> dict | None:

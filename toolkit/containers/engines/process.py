@@ -14,10 +14,34 @@ from typing import Iterator
 from dnnbench.errors import DnnbenchError
 
 
+def process_start(pid: int) -> str | None:
+    """The process's start time in clock ticks since boot (/proc/PID/stat field 22), or None."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def kill_orphan(identity: dict) -> bool:
+    """SIGKILL a dead owner's process group if its leader is still the same process."""
+    pgid, start = identity.get("pgid"), identity.get("start")
+    if not isinstance(pgid, int) or pgid <= 1 or start is None or process_start(pgid) != start:
+        return False
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
 class ProcessJob:
     def __init__(self, argv: list[str], env: dict | None = None, cwd: str | None = None):
         self.argv, self.env, self.cwd = argv, env, cwd
         self.proc: subprocess.Popen | None = None
+
+    def create(self) -> None:
+        """Nothing to make before the process starts."""
 
     def start(self) -> None:
         try:
@@ -46,10 +70,21 @@ class ProcessJob:
             except ProcessLookupError:
                 pass
 
+    @property
+    def identity(self) -> dict | None:
+        """What names the process group for whoever finds it orphaned: its id and the
+        leader's start time (so a reused pid is never taken for it)."""
+        if self.proc is None:
+            return None
+        return {"pgid": self.proc.pid, "start": process_start(self.proc.pid)}
+
     def interrupt(self) -> None:
         self._signal(signal.SIGINT)
 
-    def stop(self) -> None:
+    def terminate(self) -> None:
+        self._signal(signal.SIGTERM)
+
+    def kill(self) -> None:
         self._signal(signal.SIGKILL)
 
     def cleanup(self) -> None:
