@@ -137,22 +137,18 @@ def check_writable(folder: Path, what: str) -> None:
 
 
 def make_run_dir(results: Path, run_id: str, dry_run: bool, run_dir: Path | None = None) -> Path:
-    if run_dir is None:   # suites give the folder (job/rN) themselves, made of checked names
-        names.path_component(run_id, "--run-id")
-    run_dir = names.inside(results, run_dir or results / run_id, "run folder")
+    """run_folder, made now (slurm writes its script there before anything runs)."""
+    folder = run_folder(results, run_id, dry_run, run_dir)
     if dry_run:
-        check_writable(results, "results dir")
-        return run_dir
-    if (run_dir / "result.json").exists():
-        raise DnnbenchError(f"{run_dir} already holds a result: choose another --run-id")
+        return folder
     try:
-        run_dir.mkdir(parents=True, exist_ok=True)
-        probe = run_dir / ".write-test"
+        folder.mkdir(parents=True, exist_ok=True)
+        probe = folder / ".write-test"
         probe.write_text("")
         probe.unlink()
     except OSError as exc:
         raise DnnbenchError(f"results dir {results} is not writable: {exc.strerror or exc}") from None
-    return run_dir
+    return folder
 
 
 def run_folder(results: Path, run_id: str, dry_run: bool, run_dir: Path | None = None) -> Path:
