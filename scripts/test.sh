@@ -16,7 +16,7 @@ export PATH="$PWD/.venv/bin:$PATH"   # hadolint, vermin, dnnbench from the venv
 if [ $# -gt 0 ]; then
     exec .venv/bin/python -m pytest -q -p no:cacheprovider "$@"
 fi
-.venv/bin/python -m pytest -q -p no:cacheprovider
+.venv/bin/python -m pytest -q -p no:cacheprovider --durations=15   # the slowest tests, to watch CI time
 
 hogs=()
 stop_hogs() { if [ ${#hogs[@]} -gt 0 ]; then kill "${hogs[@]}" 2>/dev/null || true; fi; }
