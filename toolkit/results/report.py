@@ -292,7 +292,7 @@ def render(table: list[dict], fmt: str, *, total_score: float | None, with_basel
         from dnnbench.console import escape, out
         t = Table(title=f"dnnbench report (throughput = {numbers.STATISTIC} over every timed window)")
         for k, h in cols:
-            t.add_column(h, justify="left" if k in ("system", "job", "unit") else "right", overflow="fold")
+            t.add_column(h, justify="left" if k in ("system", "job", "unit", "verdict") else "right", overflow="fold")
         for r in table:
             t.add_row(*[escape(cell(r, k)) for k, _ in cols])
         out.print(t)
