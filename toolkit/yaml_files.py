@@ -4,8 +4,6 @@ file is a few hundred bytes that expand to gigabytes), no recursive aliases, and
 remembering the lines of its keys for `file:line` messages."""
 from __future__ import annotations
 
-import os
-import stat
 from pathlib import Path
 
 from dnnbench.errors import DnnbenchError
@@ -23,21 +21,15 @@ class Mapping(dict):
 def read_text(path: Path, what: str, max_bytes: int = MAX_BYTES) -> str:
     """A user file's text: a regular file (never a FIFO or device, which would hang or never
     end), at most `max_bytes`, UTF-8; one DnnbenchError otherwise."""
+    from dnnbench.workloads.schema import FileTooLarge, NotRegularFile, read_regular
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        data = read_regular(path, max_bytes)
     except OSError as exc:
         raise DnnbenchError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
-    st = os.fstat(fd)
-    if not stat.S_ISREG(st.st_mode):
-        os.close(fd)
-        raise DnnbenchError(f"{what} {path} is not a regular file")
-    with os.fdopen(fd, "rb") as fh:
-        if st.st_size > max_bytes:
-            raise DnnbenchError(f"{what} {path} is {st.st_size} bytes; at most {max_bytes} are read")
-        try:
-            data = fh.read(max_bytes + 1)
-        except OSError as exc:
-            raise DnnbenchError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
+    except NotRegularFile:
+        raise DnnbenchError(f"{what} {path} is not a regular file") from None
+    except FileTooLarge as exc:
+        raise DnnbenchError(f"{what} {path} is {exc.size} bytes; at most {max_bytes} are read") from None
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:

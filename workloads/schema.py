@@ -208,20 +208,45 @@ def validate(data, copy=False):
 problems = validate   # the older name
 
 
+class NotRegularFile(ValueError):
+    pass
+
+
+class FileTooLarge(ValueError):
+    def __init__(self, size):
+        ValueError.__init__(self, "%d bytes" % size)
+        self.size = size
+
+
+def read_regular(path, max_bytes):
+    """The bytes of a file a user or a run handed over, read only if it is a regular file (a
+    FIFO would block forever, a device never end) of at most `max_bytes`. OSError when it
+    cannot be opened or read."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotRegularFile()
+        if st.st_size > max_bytes:
+            raise FileTooLarge(st.st_size)
+    except BaseException:
+        os.close(fd)
+        raise
+    with os.fdopen(fd, "rb") as fh:   # a folder is no file for fdopen: checked above
+        return fh.read(max_bytes + 1)
+
+
 def read(path):
     """Load and validate a result file. Raises ValueError with every problem found (naming
     the file), OSError when it cannot be opened. Only regular files are read: a FIFO named
     result.json would block forever, a device never end."""
     path = os.fspath(path)
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    st = os.fstat(fd)
-    if not stat.S_ISREG(st.st_mode):
-        os.close(fd)
+    try:
+        raw = read_regular(path, MAX_BYTES)
+    except FileTooLarge as exc:
+        raise ValueError("%s: %d bytes, more than a result holds (%d)" % (path, exc.size, MAX_BYTES))
+    except NotRegularFile:
         raise ValueError("%s: not a regular file" % path)
-    with os.fdopen(fd, "rb") as fh:
-        if st.st_size > MAX_BYTES:
-            raise ValueError("%s: %d bytes, more than a result holds (%d)" % (path, st.st_size, MAX_BYTES))
-        raw = fh.read(MAX_BYTES + 1)
     if not raw.strip():
         raise ValueError("%s: empty file" % path)
     try:
