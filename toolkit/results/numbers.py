@@ -43,18 +43,10 @@ def _finish(est: dict, median, **more) -> dict:
 
 def run_headline(data: dict) -> dict:
     """The figure of one run, with its CI over windows and its window median."""
-    parts = []
-    for ranks, windows in streams(data):
-        h = stats.headline(windows, ranks)
-        parts.append(h)
+    parts = [stats.headline(windows, ranks) for ranks, windows in streams(data)]
     medians = [p["median"] for p in parts]
     return _finish(stats.combine(parts), None if None in medians else sum(medians),
                    windows=parts[0]["n"], runs=1)
-
-
-def _totals(data: dict) -> list[tuple[float, float]]:
-    return [(sum(w["items"] for w in windows) * ranks, sum(w["seconds"] for w in windows))
-            for ranks, windows in streams(data)]
 
 
 def _pooled(runs: list[dict]) -> dict:
@@ -63,34 +55,37 @@ def _pooled(runs: list[dict]) -> dict:
     windows (with few runs the first can come out narrow by luck)."""
     if len(runs) == 1:
         return run_headline(runs[0])
-    per_run = [_totals(r) for r in runs]
-    width = min(len(t) for t in per_run)
-    by_runs = stats.combine([stats.ratio([t[k][0] for t in per_run], [t[k][1] for t in per_run])
-                             for k in range(width)])
-    by_windows, medians = [], []
+    per_run = [streams(r) for r in runs]
+    width = min(len(s) for s in per_run)
+    by_runs, by_windows, medians = [], [], []
     for k in range(width):
-        pooled = [(w["items"] * streams(r)[k][0], w["seconds"]) for r in runs for w in streams(r)[k][1]]
+        totals = [(sum(w["items"] for w in s[k][1]) * s[k][0], sum(w["seconds"] for w in s[k][1])) for s in per_run]
+        by_runs.append(stats.ratio([x for x, _ in totals], [t for _, t in totals]))
+        pooled = [(w["items"] * s[k][0], w["seconds"]) for s in per_run for w in s[k][1]]
         by_windows.append(stats.ratio([x for x, _ in pooled], [t for _, t in pooled]))
         medians.append(stats.median([x / t for x, t in pooled]))
-    by_windows = stats.combine(by_windows)
-    widths = [(stats.interval(e["value"], e["se"], e["df"])[2] or 0, i, e) for i, e in enumerate((by_runs, by_windows))]
-    est = by_runs if by_runs["se"] is None or by_windows["se"] is None else max(widths)[2]
+    by_runs, by_windows = stats.combine(by_runs), stats.combine(by_windows)
+    if by_runs["se"] is None or by_windows["se"] is None:
+        est = by_runs
+    else:   # the wider CI; on a tie, the windows'
+        est = max((by_windows, by_runs), key=lambda e: stats.interval(e["value"], e["se"], e["df"])[2] or 0)
     return _finish(est, None if None in medians else sum(medians),
-                   windows=sum(len(streams(r)[0][1]) for r in runs), runs=len(runs))
+                   windows=sum(len(s[0][1]) for s in per_run), runs=len(runs))
 
 
 def job_headline(runs: list[dict]) -> dict:
     """The figure of a job: its ok runs pooled; sd over runs; trimmed figures from 5 runs on."""
-    runs = [r for r in runs if run_headline(r)["value"] is not None]
-    if not runs:
+    valued = [(run_headline(r)["value"], r) for r in runs]
+    valued = [(v, r) for v, r in valued if v is not None]
+    if not valued:
         return {"value": None, "ci95_low": None, "ci95_high": None, "ci95_pct": None, "se": None, "df": 0,
                 "median": None, "windows": 0, "runs": 0, "sd": None, "sd_pct": None, "trimmed": None,
                 "trimmed_n": None}
+    values, runs = [v for v, _ in valued], [r for _, r in valued]
     out = _pooled(runs)
-    values = [run_headline(r)["value"] for r in runs]
     out["sd"] = statistics.stdev(values) if len(values) > 1 else 0.0
     out["sd_pct"] = 100 * out["sd"] / out["value"] if out["value"] else None
-    ranked = sorted(runs, key=lambda r: run_headline(r)["value"])
+    ranked = [r for _, r in sorted(valued, key=lambda pair: pair[0])]
     kept = ranked[1:-1] if stats.trim(values) is not None else None
     out["trimmed"] = _pooled(kept)["value"] if kept else None
     out["trimmed_n"] = len(kept) if kept else None
