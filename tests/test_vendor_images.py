@@ -35,21 +35,22 @@ def standins(test_base):
     return {"ngc": catalog.resolve("ngc-24.10")[0].image, "rocm": catalog.resolve("rocm-6.0.2")[0].image}
 
 
+def _build_on_standin(family: str, base: str, tmp_path_factory) -> str:
+    """`dnnbench build --base BASE --ca-cert ...` on the stand-in: no pull, pip through the proxy."""
+    tag = _tag(family)
+    dnnbench("build", "--base", base, "--ca-cert", CA, "--tag", tag,
+             "--log-dir", tmp_path_factory.mktemp(f"{family}-logs"), check=0)
+    return tag
+
+
 @pytest.fixture(scope="session")
 def ngc_image(standins, tmp_path_factory):
-    """`dnnbench build --base ngc-24.10 --ca-cert ...` on the stand-in: no pull, pip through the proxy."""
-    tag = _tag("ngc")
-    dnnbench("build", "--base", "ngc-24.10", "--ca-cert", CA, "--tag", tag,
-             "--log-dir", tmp_path_factory.mktemp("ngc-logs"), check=0)
-    return tag
+    return _build_on_standin("ngc", "ngc-24.10", tmp_path_factory)
 
 
 @pytest.fixture(scope="session")
 def rocm_image(standins, tmp_path_factory):
-    tag = _tag("rocm")
-    dnnbench("build", "--base", "rocm-6.0.2", "--ca-cert", CA, "--tag", tag,
-             "--log-dir", tmp_path_factory.mktemp("rocm-logs"), check=0)
-    return tag
+    return _build_on_standin("rocm", "rocm-6.0.2", tmp_path_factory)
 
 
 def _inspect(tag):

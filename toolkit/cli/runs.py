@@ -120,7 +120,7 @@ def slurm(
 
 def workloads():
     """List the workloads: dataset layout, unit, the reference each follows, its parameters and how it differs."""
-    from rich.markup import escape
+    from dnnbench.console import escape
     from rich.table import Table
 
     from dnnbench.console import out

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dnnbench.console import number, out
+from dnnbench.console import escape, number, out
 from dnnbench.errors import DnnbenchError
 
 NAME_WIDTH = 90
@@ -30,12 +30,10 @@ def _load(path: Path) -> tuple[Path, dict]:
 
 def _name(name: str) -> str:
     """A kernel name for a rich table: cut, and escaped (names hold `[` `]`, rich markup)."""
-    from rich.markup import escape
     return escape(name if len(name) <= NAME_WIDTH else name[:NAME_WIDTH - 1] + "…")
 
 
 def kernels_table(title: str, kernels: list[dict], top: int):
-    from rich.markup import escape
     from rich.table import Table
     t = Table(title=title)
     for col in ("kernel / op", "time %", "total ms", "calls", "avg µs"):
@@ -63,7 +61,6 @@ def show_command(path: Path, top: int, as_json: bool = False) -> None:
 def _show(run_dir: Path, data: dict, top: int, as_json: bool) -> None:
     import json
 
-    from rich.markup import escape
     from rich.table import Table
 
     from dnnbench.results.profile_parsers import readable, summarize

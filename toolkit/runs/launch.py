@@ -276,8 +276,7 @@ def execute(plan: plan_mod.RunPlan, *, quiet: bool = False):
     """Run a plan to the end; returns (result dict, exit code). Owns the run folder for the
     run's life; from the claim on, every way out (failure, signal, timeout, full disk) leaves
     result.json there and no container or process behind."""
-    from rich.markup import escape
-
+    from dnnbench.console import escape
     from dnnbench.runs import claim as claim_mod
     from dnnbench.runs.interrupts import caught
 
