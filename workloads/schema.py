@@ -5,11 +5,9 @@ Python 3.7+ and stdlib only: this module runs inside old base images and on the 
 import json
 import math
 import os
-import stat
 import statistics
-import tempfile
 
-from . import stats
+from . import fileio, stats
 
 # 2: throughput is the headline statistic (sum_items/sum_seconds, "value") with its CI, no longer a mean of rates
 SCHEMA_VERSION = 2
@@ -73,35 +71,15 @@ def scaling(result, reference):
             "efficiency": total / (n * per_rank)}
 
 
-def _clean(value):
-    """JSON has no NaN/Inf: write them as strings so the file stays valid JSON."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
-    if isinstance(value, dict):
-        return {str(k): _clean(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
-    return value
+_clean = fileio.clean_json
 
 
 def write_atomic(path, data):
-    """Write JSON so a reader never sees half a file, even if the writer dies midway."""
+    """Write JSON so a reader never sees half a file, even if the writer dies midway; a link
+    at `path` is replaced, never written through (the file layer's rules)."""
     path = os.fspath(path)
-    folder = os.path.dirname(path) or "."
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=folder)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            json.dump(_clean(data), fh, indent=1, sort_keys=True)
-            fh.write("\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    fileio.make_dirs(os.path.dirname(path) or ".")
+    fileio.write_json(path, data)
 
 
 MAX_BYTES = 256 * 2**20    # a result is KiBs; a long loss trace a few MiB
@@ -208,32 +186,13 @@ def validate(data, copy=False):
 problems = validate   # the older name
 
 
-class NotRegularFile(ValueError):
-    pass
-
-
-class FileTooLarge(ValueError):
-    def __init__(self, size):
-        ValueError.__init__(self, "%d bytes" % size)
-        self.size = size
+NotRegularFile, FileTooLarge = fileio.NotRegularFile, fileio.FileTooLarge
 
 
 def read_regular(path, max_bytes):
-    """The bytes of a file a user or a run handed over, read only if it is a regular file (a
-    FIFO would block forever, a device never end) of at most `max_bytes`. OSError when it
-    cannot be opened or read."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise NotRegularFile()
-        if st.st_size > max_bytes:
-            raise FileTooLarge(st.st_size)
-    except BaseException:
-        os.close(fd)
-        raise
-    with os.fdopen(fd, "rb") as fh:   # a folder is no file for fdopen: checked above
-        return fh.read(max_bytes + 1)
+    """The bytes of a file a user or a run handed over: a regular file, not a link, of at most
+    `max_bytes` (the file layer's bounded read)."""
+    return fileio.read_bytes(path, max_bytes)
 
 
 def read(path):
@@ -245,8 +204,8 @@ def read(path):
         raw = read_regular(path, MAX_BYTES)
     except FileTooLarge as exc:
         raise ValueError("%s: %d bytes, more than a result holds (%d)" % (path, exc.size, MAX_BYTES))
-    except NotRegularFile:
-        raise ValueError("%s: not a regular file" % path)
+    except NotRegularFile as exc:
+        raise ValueError("%s: %s" % (path, exc.strerror))
     if not raw.strip():
         raise ValueError("%s: empty file" % path)
     try:
