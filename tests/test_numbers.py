@@ -4,6 +4,7 @@ manifest; `dnnbench reproduce`."""
 import copy
 import csv
 import io
+import math
 import json
 import re
 import subprocess
@@ -11,6 +12,8 @@ import sys
 import types
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dnnbench.results import numbers
 from dnnbench.workloads import manifest, schema, stats
@@ -57,8 +60,11 @@ def test_ratio_ci_and_t_table():
     # by hand: R = 30/4 = 7.5; residuals 10-7.5, 20-22.5 -> s2 = 12.5; se = sqrt(12.5/2)/2
     est = stats.ratio([10, 20], [1.0, 3.0])
     assert est["value"] == 7.5 and est["se"] == pytest.approx(1.25)
-    low, high, pct = stats.interval(est["value"], est["se"], est["df"])
-    assert (low, high) == pytest.approx((7.5 - 12.706 * 1.25, 7.5 + 12.706 * 1.25))
+    # two windows: too few for an interval (t = 12.7); three: on the log scale, never below zero
+    assert stats.interval(est["value"], est["se"], est["df"]) == (None, None, None)
+    low, high, pct = stats.interval(7.5, 1.25, 2)
+    assert (low, high) == pytest.approx((7.5 / math.exp(4.303 / 6), 7.5 * math.exp(4.303 / 6)))
+    assert pct == pytest.approx(100 * (high - low) / 15)
     assert stats.ratio([4], [1.0])["se"] is None and stats.interval(4.0, None, 0) == (None, None, None)
     assert [stats.fmt(v) for v in (2791.26, 15.66, 1.4216, 0.2334, None)] == ["2,791.3", "15.7", "1.42", "0.233", "-"]
 
@@ -94,7 +100,7 @@ def test_job_ci_is_the_wider_of_runs_and_windows():
     head = numbers.job_headline(runs)
     by_runs = stats.ratio([sum(w["items"] for w in r["windows"]) for r in runs],
                           [sum(w["seconds"] for w in r["windows"]) for r in runs])
-    narrow = stats.interval(by_runs["value"], by_runs["se"], by_runs["df"])[2]
+    narrow = stats.interval(by_runs["value"], by_runs["se"], by_runs["df"], 2)[2]
     assert head["ci95_pct"] > narrow and head["df"] == 5
 
 
@@ -166,11 +172,11 @@ def test_until_ci_stops_at_the_cap_when_the_ci_stays_wide(tmp_path):
 
 
 def test_until_ci_stops_as_soon_as_the_ci_is_met(tmp_path):
-    res, data = _harness(tmp_path, "--repeat", "2", "--until-ci", "100000", "--max-windows", "50")
+    res, data = _harness(tmp_path, "--repeat", "3", "--until-ci", "100000", "--max-windows", "50")
     assert res.returncode == 0, res.stderr[-2000:]
-    assert len(data["windows"]) == 2 and data["until_ci"]["met"] is True
+    assert len(data["windows"]) == 3 and data["until_ci"]["met"] is True
     tp = data["throughput"]["total"]
-    assert tp["ci95_low"] < tp["value"] < tp["ci95_high"] and tp["n"] == 2
+    assert 0 < tp["ci95_low"] < tp["value"] < tp["ci95_high"] and tp["n"] == 3
 
 
 def test_until_ci_ranks_stop_together_under_ddp(tmp_path):
@@ -344,3 +350,24 @@ def test_readme_explains_the_statistic():
     for fragment in ("sum_items/sum_seconds", "mean of per-window rates", "TBD", "Lambda", "median",
                      "DeepLearningExamples", "--until-ci", "trimmed", "reproduce"):
         assert fragment in section, fragment
+
+
+@settings(max_examples=300, derandomize=True, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 10**6), st.floats(1e-6, 1e4)), min_size=1, max_size=40))
+def test_interval_is_never_below_zero(windows):
+    """Any windows at all: the interval brackets the headline and stays above zero, or there is
+    none (fewer than MIN_WINDOWS windows)."""
+    head = stats.headline([{"items": x, "seconds": t} for x, t in windows])
+    if len(windows) < stats.MIN_WINDOWS:
+        assert head["ci95_low"] is None and head["ci95_pct"] is None
+    elif head["ci95_low"] is not None:
+        assert 0 < head["ci95_low"] <= head["value"] * (1 + 1e-9)
+        assert head["value"] <= head["ci95_high"] * (1 + 1e-9)
+
+
+def test_two_windows_print_no_interval(tmp_path):
+    """A run of 2 windows once printed `95 % CI -7.01-11.7`: now it says there are too few."""
+    res, data = _harness(tmp_path, "--repeat", "2")
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert stats.TOO_FEW in res.stderr and "95% CI" not in res.stderr
+    assert data["throughput"]["total"]["ci95_low"] is None

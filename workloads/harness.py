@@ -439,8 +439,10 @@ def describe(tp, unit):
     """The headline as one line, rounded as the host prints it."""
     if tp.get("value") is None:
         return "no timed window"
-    ci = "" if tp.get("ci95_low") is None else ", 95%% CI %s-%s (+-%.1f%%)" % (
-        stats.fmt(tp["ci95_low"]), stats.fmt(tp["ci95_high"]), tp["ci95_pct"])
+    if tp.get("ci95_low") is not None:
+        ci = ", 95%% CI %s-%s (+-%.1f%%)" % (stats.fmt(tp["ci95_low"]), stats.fmt(tp["ci95_high"]), tp["ci95_pct"])
+    else:
+        ci = "; " + stats.TOO_FEW if (tp.get("n") or 0) < stats.MIN_WINDOWS else ""
     return "%s %s/s (sum of items / sum of seconds over %d windows%s; window median %s)" % (
         stats.fmt(tp["value"]), unit, tp["n"], ci, stats.fmt(tp["median"]))
 

@@ -58,13 +58,24 @@ def ratio(items, seconds):
     return {"value": value, "se": math.sqrt(s2 / n) / mean_t, "df": n - 1}
 
 
-def interval(value, se, df):
-    """(low, high, half-width as % of value) of the 95 % CI; Nones when it cannot be known."""
+MIN_WINDOWS = 3   # below this the t quantile (12.7 at 2 windows) makes any interval meaningless
+TOO_FEW = "too few windows for an interval"
+
+
+def interval(value, se, df, min_n=MIN_WINDOWS):
+    """(low, high, half-width as % of value) of the 95 % CI; Nones when it cannot be known.
+
+    A throughput is a positive ratio, so the interval is taken on the log scale (the delta
+    method: se(log R) = se / R) and mapped back: it is never negative and is wider above the
+    value than below, as the spread of a rate is. The half-width is half the interval's span.
+    min_n: the fewest observations that make an interval (runs pooled as observations may ask
+    for 2: the wider of their interval and the windows' is kept, so 12.7 is the point there)."""
     q = t975(df) if se is not None else None
-    if value is None or q is None:
+    if value is None or q is None or value <= 0 or df + 1 < min_n:
         return None, None, None
-    half = q * se
-    return value - half, value + half, (100.0 * half / value if value else None)
+    spread = math.exp(q * se / value)
+    low, high = value / spread, value * spread
+    return low, high, 100.0 * (high - low) / (2.0 * value)
 
 
 def combine(parts):

@@ -35,8 +35,8 @@ def essentials(data: dict) -> dict:
             "copies": [essentials(c) for c in data.get("copies") or []]}
 
 
-def _finish(est: dict, median, **more) -> dict:
-    low, high, pct = stats.interval(est["value"], est["se"], est["df"])
+def _finish(est: dict, median, min_n: int = stats.MIN_WINDOWS, **more) -> dict:
+    low, high, pct = stats.interval(est["value"], est["se"], est["df"], min_n)
     return {"value": est["value"], "ci95_low": low, "ci95_high": high, "ci95_pct": pct, "se": est["se"],
             "df": est["df"], "median": median, **more}
 
@@ -68,8 +68,8 @@ def _pooled(runs: list[dict]) -> dict:
     if by_runs["se"] is None or by_windows["se"] is None:
         est = by_runs
     else:   # the wider CI; on a tie, the windows'
-        est = max((by_windows, by_runs), key=lambda e: stats.interval(e["value"], e["se"], e["df"])[2] or 0)
-    return _finish(est, None if None in medians else sum(medians),
+        est = max((by_windows, by_runs), key=lambda e: stats.interval(e["value"], e["se"], e["df"], 2)[2] or 0)
+    return _finish(est, None if None in medians else sum(medians), 2 if est is by_runs else stats.MIN_WINDOWS,
                    windows=sum(len(s[0][1]) for s in per_run), runs=len(runs))
 
 
