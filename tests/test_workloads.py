@@ -133,3 +133,12 @@ def test_dcgan_generator_and_discriminator():
 
 def test_ncf_is_mlperf_size():
     assert _count(_build("ncf")) == _neumf() == 31832577
+
+
+def test_classifier_defaults_are_the_examples_scripts():
+    """The per-step work of pytorch/examples' ImageNet script: weight decay 1e-4, lr 0.1 per 256
+    images (0.01 for VGG); other workloads keep their own fixed lr and no weight decay."""
+    from dnnbench.workloads import load as get
+    assert get("resnet50").default_lr(256) == 0.1 and get("resnet50").weight_decay == 1e-4
+    assert get("resnet18").default_lr(64) == 0.025 and get("vgg16").default_lr(256) == 0.01
+    assert get("ncf").default_lr(64) == get("ncf").lr and get("ncf").weight_decay == 0.0

@@ -27,7 +27,8 @@ class Spec(collections.namedtuple("Spec", "module cls data_kind unit reference p
 
 
 _IMAGENET = "ImageNet-1k (ILSVRC2012) 224x224"
-_CLASSIFIER = ("random init; SGD momentum 0.9 at a fixed lr, no schedule; real data: RandomResizedCrop + flip "
+_CLASSIFIER = ("random init; SGD momentum 0.9, weight decay 1e-4, lr 0.1 x batch/256 (as pytorch/examples), "
+               "no schedule; real data: RandomResizedCrop + flip "
                "(no ColorJitter, no label smoothing)")
 
 WORKLOADS = {
@@ -45,7 +46,7 @@ WORKLOADS = {
     "vgg16": Spec(
         "vision", "VGG16", "imagenet", "images",
         "Simonyan & Zisserman 2015, VGG-16 (configuration D, no BatchNorm): torchvision vgg16; " + _IMAGENET,
-        138357544, _CLASSIFIER),
+        138357544, _CLASSIFIER.replace("lr 0.1 x", "lr 0.01 x")),
     "mobilenet_v3": Spec(
         "vision", "MobileNetV3", "imagenet", "images",
         "Howard et al. 2019, MobileNetV3-Large 1.0: torchvision mobilenet_v3_large; " + _IMAGENET,

@@ -32,6 +32,11 @@ class Workload(object):
     data_kind = None        # layout --data must have ("imagenet", "coco", "text", ...); None: synthetic only
     optimizer = "sgd"
     lr = 0.01
+    weight_decay = 0.0
+
+    def default_lr(self, batch_size):
+        """The lr when --lr is not given (a classifier scales it with the batch)."""
+        return self.lr
 
     def add_args(self, parser):
         pass
@@ -256,6 +261,9 @@ def run(workload, argv):
     signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         validate(args)
+        if args.lr is None:
+            args.lr = workload.default_lr(args.batch_size)
+        args.weight_decay = workload.weight_decay
         result["options"] = {k: v for k, v in sorted(vars(args).items())}
         if args.data is not None:
             workload.check_data(args.data)  # before any model is built
@@ -328,7 +336,7 @@ def _train(workload, args, dist, result):
     opt_kwargs = compat.optimizer_kwargs(opt_cls, device, args.fused)
     if opt_cls is torch.optim.SGD:
         opt_kwargs["momentum"] = 0.9
-    optimizer = opt_cls(model.parameters(), lr=args.lr, **opt_kwargs)
+    optimizer = opt_cls(model.parameters(), lr=args.lr, weight_decay=args.weight_decay, **opt_kwargs)
     scaler = compat.grad_scaler(device, amp)
     batches, synthetic, result["loader"] = _batches(workload, args, device, dist)
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)

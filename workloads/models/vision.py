@@ -12,6 +12,13 @@ class Classifier(Workload):
     loaders = BACKENDS              # --loader choices: PIL in workers, GPU decode, DALI
     default_batch_size = 64
     extra = {}
+    # what the pytorch/examples ImageNet script (and NVIDIA's) does per step: weight decay 1e-4,
+    # lr 0.1 per 256 images (Goyal et al.'s linear scaling)
+    lr = None
+    weight_decay = 1e-4
+
+    def default_lr(self, batch_size):
+        return 0.1 * batch_size / 256.0
 
     def build(self, args):
         import torchvision
@@ -72,6 +79,9 @@ class InceptionV3(Classifier):
 class VGG16(Classifier):
     name, arch, description = "vgg16", "vgg16", "VGG-16, ImageNet classification, 224x224"
     default_batch_size = 128
+
+    def default_lr(self, batch_size):
+        return 0.01 * batch_size / 256.0   # pytorch/examples: 0.01 for VGG (no BatchNorm; 0.1 diverges)
 
 
 class MobileNetV3(Classifier):
