@@ -1,0 +1,94 @@
+"""A user's script measured without a change: the in-container instrumentation
+(dnnbench.workloads.instrument) on scripts written in the styles users write."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from dnnbench.workloads import instrument, stats
+from tests.helpers import ROOT
+
+SCRIPTS = ROOT / "tests" / "fixtures" / "scripts"
+FAST = ["--warmup", "2", "--number", "3", "--repeat", "3"]
+
+
+def _instrument(tmp_path, script, *args, opts=FAST, launcher=(sys.executable,), timeout=240):
+    out = tmp_path / "r"
+    cmd = [*launcher, "-m", "dnnbench.workloads.instrument", "--results", str(out), *opts,
+           str(SCRIPTS / script), *args]
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=tmp_path)
+    data = json.loads((out / "result.json").read_text()) if (out / "result.json").exists() else None
+    return res, data
+
+
+def test_plain_loop_is_timed_in_windows_of_optimizer_steps(tmp_path):
+    res, data = _instrument(tmp_path, "plain_loop.py", opts=FAST + ["--unit", "samples"])
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert data["status"] == "ok" and data["unit"] == "samples/s"
+    # 3 windows of 3 steps of batch 16: items come from the DataLoader's batches
+    assert [w["items"] for w in data["windows"]] == [48, 48, 48]
+    assert data["throughput"]["statistic"] == stats.STATISTIC and data["throughput"]["total"]["value"] > 0
+    assert "done" not in res.stdout                       # stopped after the windows, by default
+    assert data["script"]["exit_code"] == 0 and len(data["script"]["sha256"]) == 64
+    assert data["verdict"]["label"] and data["data_wait_fraction"] is not None
+
+
+def test_amp_script_with_its_own_arguments_and_run_to_end(tmp_path):
+    res, data = _instrument(tmp_path, "amp_scaler.py", "--epochs", "1", "-b", "4",
+                            opts=FAST + ["--run-to-end"])
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "epoch 0 loss" in res.stdout                   # left to finish its epoch
+    assert data["status"] == "ok" and [w["items"] for w in data["windows"]] == [12, 12, 12]
+    assert data["script"]["argv"] == ["--epochs", "1", "-b", "4"]
+
+
+def test_tensor_loop_counts_items_the_script_declares(tmp_path):
+    res, data = _instrument(tmp_path, "tensor_loop.py")
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert [w["items"] for w in data["windows"]] == [96, 96, 96]
+
+
+def test_tensor_loop_without_a_size_says_how_to_give_one(tmp_path):
+    script = tmp_path / "bare.py"
+    script.write_text((SCRIPTS / "tensor_loop.py").read_text().replace('os.environ["DNNBENCH_ITEMS_PER_STEP"] = "32"', ""))
+    res = subprocess.run([sys.executable, "-m", "dnnbench.workloads.instrument", "--results", str(tmp_path / "r"),
+                          *FAST, str(script)], capture_output=True, text=True, timeout=240)
+    assert res.returncode == instrument.EXIT_USAGE
+    assert "--items-per-step" in res.stderr and "Traceback" not in res.stderr
+    res = subprocess.run([sys.executable, "-m", "dnnbench.workloads.instrument", "--results", str(tmp_path / "r2"),
+                          *FAST, "--items-per-step", "32", str(script)], capture_output=True, text=True, timeout=240)
+    assert res.returncode == 0, res.stderr[-2000:]
+
+
+def test_ddp_script_under_torchrun_gathers_every_rank(tmp_path):
+    launcher = (sys.executable, "-m", "torch.distributed.run", "--standalone", "--nnodes=1", "--nproc_per_node=2")
+    res, data = _instrument(tmp_path, "ddp.py", launcher=launcher)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert data["status"] == "ok" and data["world_size"] == 2
+    assert sorted(r["rank"] for r in data["ranks"]) == [0, 1]
+    per, total = data["throughput"]["per_gpu"]["value"], data["throughput"]["total"]["value"]
+    assert total == pytest.approx(2 * per)
+
+
+def test_a_crashing_script_is_the_runs_failure_with_a_result(tmp_path):
+    res, data = _instrument(tmp_path, "crash.py")
+    assert res.returncode == instrument.EXIT_ERROR
+    assert data["status"] == "error" and "ran out of coffee" in data["message"]
+    assert "the dataset ran out of coffee" in res.stderr   # the script's own traceback, in its log
+
+
+def test_a_script_that_never_steps_says_what_was_looked_for(tmp_path):
+    res, data = _instrument(tmp_path, "no_optimizer.py")
+    assert res.returncode == instrument.EXIT_NO_STEPS
+    assert data["status"] == "error" and "optimizer" in data["message"] and "DataLoader" in data["message"]
+    assert res.stderr.count("error:") == 1
+
+
+def test_too_few_steps_and_bad_counts(tmp_path):
+    res, data = _instrument(tmp_path, "crash.py", opts=["--warmup", "0", "--number", "1", "--repeat", "5"])
+    assert data["status"] == "error"
+    res, _ = _instrument(tmp_path, "plain_loop.py", opts=["--number", "0"])
+    assert res.returncode == instrument.EXIT_USAGE and "--number" in res.stderr
+    res, _ = _instrument(tmp_path, "missing.py")
+    assert res.returncode == instrument.EXIT_USAGE and "not a readable regular file" in res.stderr

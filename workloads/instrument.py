@@ -1,0 +1,348 @@
+"""A user's own training script, measured without a change to it.
+
+    python -m dnnbench.workloads.instrument --results DIR [--warmup 5 --number 10 --repeat 10]
+        [--items-per-step N] [--run-to-end] [--unit images] SCRIPT [script args...]
+
+The script runs as __main__ (runpy), in this process. Two hooks see every training loop:
+- every DataLoader iterator is wrapped: the time spent waiting in next() is the data wait, and
+  the last batch fetched gives the items of a step (the first dimension of its first tensor);
+- the optimizer step: a global post-step hook (PyTorch 2.0+) or, on older versions, a wrapper
+  put on each optimizer's step when it is made. The first optimizer that steps defines a step
+  (a GAN steps two per iteration; a step is one of the first one's).
+After --warmup steps, windows of --number steps are timed, the device synchronised only at a
+window's edges. After --repeat windows the script is stopped (a BaseException it does not
+catch with `except Exception`) or, with --run-to-end, left to finish. The result is the
+harness's schema and statistic, plus the script's path, sha256, argv and exit code.
+
+A script may say how many items a step holds itself: `os.environ["DNNBENCH_ITEMS_PER_STEP"]`
+is read at every window edge, so `os.environ["DNNBENCH_ITEMS_PER_STEP"] = "256"` in the
+script works with no import of dnnbench.
+
+Python 3.7+, stdlib + torch, like the rest of the container side.
+"""
+import argparse
+import hashlib
+import os
+import runpy
+import socket
+import sys
+import time
+import uuid
+from datetime import datetime
+
+from . import fileio, schema
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NO_STEPS = 0, 1, 2, 5
+ITEMS_ENV = "DNNBENCH_ITEMS_PER_STEP"
+NO_STEPS = ("the script never stepped a torch optimizer, so no training step could be timed "
+            "(looked for torch.optim optimizer steps and DataLoader batches); a script with a "
+            "hand-written update can call any torch.optim optimizer's step() once per step")
+
+
+def _log(msg):
+    sys.stderr.write(msg + "\n")
+    sys.stderr.flush()
+
+
+class Stop(BaseException):
+    """Raised from the step hook once the windows are taken: not an Exception, so a script's
+    `except Exception` does not swallow it."""
+
+
+def _first_dim(batch):
+    """Items in a batch: the first dimension of its first tensor, searched depth-first."""
+    if hasattr(batch, "shape") and len(getattr(batch, "shape", ())) > 0:
+        return int(batch.shape[0])
+    if isinstance(batch, dict):
+        batch = list(batch.values())
+    if isinstance(batch, (list, tuple)):
+        for part in batch:
+            n = _first_dim(part)
+            if n:
+                return n
+    return None
+
+
+class Meter(object):
+    """The windows, counted from the hooks."""
+
+    def __init__(self, warmup, number, repeat, items_per_step=None, run_to_end=False):
+        self.warmup, self.number, self.repeat = warmup, number, repeat
+        self.items_per_step, self.run_to_end = items_per_step, run_to_end
+        self.steps = 0
+        self.windows = []
+        self.owner = None           # id of the optimizer whose steps are counted
+        self.batch_items = None     # items of the last batch fetched
+        self.batches = 0
+        self.wait = 0.0             # data wait in the current window
+        self.window_steps = 0
+        self.window_items = 0
+        self.t0 = None
+        self.done = False
+        self.sync = lambda: None
+
+    def fetched(self, batch, seconds):
+        self.batches += 1
+        self.wait += seconds
+        n = _first_dim(batch)
+        if n:
+            self.batch_items = n
+
+    def _items(self):
+        given = os.environ.get(ITEMS_ENV)
+        if given:
+            try:
+                return int(given)
+            except ValueError:
+                pass
+        return self.items_per_step or self.batch_items
+
+    def stepped(self, optimizer):
+        if self.done:
+            return
+        if self.owner is None:
+            self.owner = id(optimizer)
+        elif id(optimizer) != self.owner:
+            return
+        self.steps += 1
+        if self.steps == self.warmup:
+            self._open()
+        elif self.steps > self.warmup:
+            self.window_steps += 1
+            self.window_items += self._items() or 0
+            if self.window_steps == self.number:
+                self._close()
+                if len(self.windows) < self.repeat:
+                    self._open()
+                else:
+                    self.done = True
+                    if not self.run_to_end:
+                        raise Stop()
+
+    def start(self):
+        """Called before the script runs: no warmup means the first window opens at once."""
+        if self.warmup == 0:
+            self._open()
+
+    def _open(self):
+        self.sync()
+        self.wait, self.window_steps, self.window_items = 0.0, 0, 0
+        self.t0 = time.perf_counter()
+
+    def _close(self):
+        self.sync()
+        seconds = time.perf_counter() - self.t0
+        self.windows.append({"items": self.window_items, "seconds": seconds, "data_wait": self.wait})
+
+
+def install(meter):
+    """Put the hooks in place; returns a function that takes them out."""
+    import torch
+    import torch.utils.data as tud
+
+    undo = []
+    original_iter = tud.DataLoader.__iter__
+
+    class Timed(object):
+        def __init__(self, inner):
+            self._inner = inner
+
+        def __iter__(self):
+            return self
+
+        def __next__(self):
+            t = time.perf_counter()
+            batch = next(self._inner)
+            meter.fetched(batch, time.perf_counter() - t)
+            return batch
+
+        def __len__(self):
+            return len(self._inner)
+
+        def __getattr__(self, name):
+            return getattr(self._inner, name)
+
+    def timed_iter(loader):
+        return Timed(original_iter(loader))
+
+    tud.DataLoader.__iter__ = timed_iter
+    undo.append(lambda: setattr(tud.DataLoader, "__iter__", original_iter))
+
+    import torch.optim.optimizer as optim_mod
+    register = getattr(optim_mod, "register_optimizer_step_post_hook", None)
+    if register is not None:        # PyTorch 2.0+: one global hook
+        handle = register(lambda opt, args, kwargs: meter.stepped(opt))
+        undo.append(handle.remove)
+    else:                           # older: wrap each optimizer's step as it is made
+        original_init = torch.optim.Optimizer.__init__
+
+        def init(self, *args, **kwargs):
+            original_init(self, *args, **kwargs)
+            inner = self.step
+
+            def step(*a, **k):
+                out = inner(*a, **k)
+                meter.stepped(self)
+                return out
+            self.step = step
+        torch.optim.Optimizer.__init__ = init
+        undo.append(lambda: setattr(torch.optim.Optimizer, "__init__", original_init))
+
+    if torch.cuda.is_available():
+        meter.sync = torch.cuda.synchronize
+
+    def remove():
+        for u in reversed(undo):
+            u()
+    return remove
+
+
+def _sha256(path):
+    h = hashlib.sha256()
+    h.update(fileio.read_bytes(path, max_bytes=64 * 2**20))
+    return h.hexdigest()
+
+
+def parser():
+    p = argparse.ArgumentParser(prog="python -m dnnbench.workloads.instrument",
+                                description="Time a training script's steps without changing it.")
+    p.add_argument("--results", default=os.environ.get("DNNBENCH_RESULTS", "results"))
+    p.add_argument("--run-id", default=os.environ.get("DNNBENCH_RUN_ID"))
+    p.add_argument("--warmup", type=int, default=5)
+    p.add_argument("--number", type=int, default=10)
+    p.add_argument("--repeat", type=int, default=10)
+    p.add_argument("--items-per-step", type=int, default=None)
+    p.add_argument("--unit", default="items")
+    p.add_argument("--run-to-end", action="store_true")
+    p.add_argument("script")
+    p.add_argument("args", nargs=argparse.REMAINDER)
+    return p
+
+
+def _check(a):
+    for name, lo in (("warmup", 0), ("number", 1), ("repeat", 1), ("items_per_step", 1)):
+        value = getattr(a, name)
+        if value is not None and not lo <= value <= 2**31:
+            return "--%s must be between %d and 2^31, not %d" % (name.replace("_", "-"), lo, value)
+    if not fileio.is_regular(a.script):
+        return "script %s is not a readable regular file" % a.script
+    return None
+
+
+def _gather(windows):
+    """Every rank's windows when the script made a process group; [this rank's] otherwise."""
+    try:
+        import torch.distributed as dist
+        if dist.is_available() and dist.is_initialized():
+            out = [None] * dist.get_world_size()
+            dist.all_gather_object(out, {"rank": dist.get_rank(), "host": socket.gethostname(),
+                                         "windows": windows})
+            return out, dist.get_rank()
+    except Exception as exc:  # noqa: BLE001 - a failed gather keeps this rank's figures
+        _log("dnnbench: could not gather the ranks' windows: %s" % exc)
+    return [{"rank": 0, "host": socket.gethostname(), "windows": windows}], 0
+
+
+def main(argv=None):
+    a = parser().parse_args(argv)
+    problem = _check(a)
+    if problem:
+        _log("error: " + problem)
+        return EXIT_USAGE
+    run_id = a.run_id or datetime.utcnow().strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
+    script = os.path.abspath(a.script)
+    result = {
+        "schema_version": schema.SCHEMA_VERSION, "run_id": run_id,
+        "workload": "script:" + os.path.basename(script), "status": "running", "message": None,
+        "options": {"warmup": a.warmup, "number": a.number, "repeat": a.repeat,
+                    "items_per_step": a.items_per_step, "run_to_end": a.run_to_end},
+        "unit": a.unit + "/s", "throughput": schema.empty_throughput(), "windows": [], "loss": [],
+        "system": {}, "started": datetime.utcnow().isoformat() + "Z", "ended": None,
+        "world_size": 1, "ranks": [], "synthetic": None, "data_wait_fraction": None,
+        "telemetry": None, "loader": None, "verdict": None,
+        "script": {"path": script, "sha256": _sha256(script), "argv": list(a.args), "exit_code": None},
+    }
+    meter = Meter(a.warmup, a.number, a.repeat, a.items_per_step, a.run_to_end)
+    remove = install(meter)
+    code = EXIT_OK
+    sys.argv = [script] + list(a.args)
+    sys.path.insert(0, os.path.dirname(script))
+    meter.start()
+    try:
+        runpy.run_path(script, run_name="__main__")
+    except Stop:
+        pass
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except KeyboardInterrupt:
+        code = 130
+        result["status"], result["message"] = "interrupted", "interrupted by a signal"
+    except Exception as exc:  # noqa: BLE001 - the script's failure is the run's, with a result
+        import traceback
+        traceback.print_exc()
+        code = EXIT_ERROR
+        result["message"] = "the script failed: %s: %s" % (type(exc).__name__, str(exc).strip()[:2000])
+    finally:
+        remove()
+    result["script"]["exit_code"] = code
+    return _finish(result, meter, code, a)
+
+
+def _finish(result, meter, code, a):
+    from . import system, verdict
+    ranks, rank = _gather(meter.windows)
+    result["ranks"] = ranks
+    result["world_size"] = len(ranks)
+    result["windows"] = meter.windows
+    try:
+        import torch
+        result["system"] = system.collect("cuda" if torch.cuda.is_available() else "cpu")
+    except Exception:  # noqa: BLE001 - facts are a bonus, never the run's failure
+        pass
+    if result["status"] == "running":
+        if code != EXIT_OK:
+            result["status"] = "error"
+            result["message"] = result["message"] or "the script exited with code %s" % code
+        elif not meter.steps:
+            result["status"], result["message"], code = "error", NO_STEPS, EXIT_NO_STEPS
+        elif len(meter.windows) < a.repeat:
+            result["status"] = "error"
+            result["message"] = ("the script ended after %d optimizer steps: %d warmup + %d x %d timed were "
+                                 "asked (lower --warmup/--number/--repeat)" % (
+                                     meter.steps, a.warmup, a.repeat, a.number))
+            code = EXIT_ERROR
+        elif not all(w["items"] for w in meter.windows):
+            result["status"] = "error"
+            result["message"] = ("steps were timed but their items are unknown (no DataLoader batch seen): "
+                                 "pass --items-per-step N or set %s in the script" % ITEMS_ENV)
+            code = EXIT_USAGE
+        else:
+            result["status"] = "ok"
+    result["throughput"] = schema.throughput(meter.windows, result["world_size"])
+    waited = sum(w["data_wait"] for w in meter.windows)
+    total = sum(w["seconds"] for w in meter.windows)
+    result["data_wait_fraction"] = waited / total if total else None
+    result["ended"] = datetime.utcnow().isoformat() + "Z"
+    try:
+        result["verdict"] = verdict.judge(result)
+    except Exception as exc:  # noqa: BLE001 - a verdict never costs the result
+        result["verdict"] = {"label": "unknown", "evidence": ["no verdict: %s" % exc], "hint": None}
+    if rank == 0:
+        out = os.path.join(a.results, schema.RESULT_FILE)
+        try:
+            schema.write_atomic(out, result)
+            _log("result: %s (%s)" % (out, result["status"]))
+        except OSError as exc:
+            _log("error: cannot write the result to %s: %s" % (out, exc))
+            code = code or EXIT_ERROR
+    if result["status"] == "ok":
+        _log("%s: %s %s (sum of items / sum of seconds over %d windows)" % (
+            result["workload"], "%.4g" % result["throughput"]["total"]["value"], result["unit"],
+            len(meter.windows)))
+    elif result["message"]:
+        _log("error: " + result["message"])
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
