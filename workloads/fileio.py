@@ -55,6 +55,16 @@ def kind_of(mode):
     return "a regular file" if stat.S_ISREG(mode) else "not a file"
 
 
+def kind_at(path):
+    """What is at path, in words (no link followed): "missing", "a FIFO", "a regular file"..."""
+    try:
+        return kind_of(os.lstat(path).st_mode)
+    except FileNotFoundError:
+        return "missing"
+    except OSError as exc:
+        return exc.strerror or "unreadable"
+
+
 def _open(path, flags, mode=0o644):
     """os.open without following a last-component link, without blocking, regular files only.
     The descriptor comes back in blocking mode."""

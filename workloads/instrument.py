@@ -23,6 +23,7 @@ Python 3.7+, stdlib + torch, like the rest of the container side.
 import argparse
 import hashlib
 import os
+import re
 import runpy
 import socket
 import sys
@@ -37,6 +38,13 @@ ITEMS_ENV = "DNNBENCH_ITEMS_PER_STEP"
 NO_STEPS = ("the script never stepped a torch optimizer, so no training step could be timed "
             "(looked for torch.optim optimizer steps and DataLoader batches); a script with a "
             "hand-written update can call any torch.optim optimizer's step() once per step")
+
+
+def workload_name(entry):
+    """How results and reports name a script's runs: script-<entry without .py>, a safe token."""
+    stem = os.path.basename(entry)
+    stem = stem[:-3] if stem.endswith(".py") else stem
+    return "script-" + (re.sub(r"[^A-Za-z0-9_.-]+", "_", stem).strip("._-") or "script")
 
 
 def _log(msg):
@@ -253,7 +261,7 @@ def main(argv=None):
     script = os.path.abspath(a.script)
     result = {
         "schema_version": schema.SCHEMA_VERSION, "run_id": run_id,
-        "workload": "script:" + os.path.basename(script), "status": "running", "message": None,
+        "workload": workload_name(script), "status": "running", "message": None,
         "options": {"warmup": a.warmup, "number": a.number, "repeat": a.repeat,
                     "items_per_step": a.items_per_step, "run_to_end": a.run_to_end},
         "unit": a.unit + "/s", "throughput": schema.empty_throughput(), "windows": [], "loss": [],
