@@ -1,0 +1,98 @@
+"""Training to a target accuracy on real data someone else made (the UCI digits, see
+tests/digits.py): time to target, per-epoch evaluation, checkpoints, an interrupted run resumed
+on the same trajectory, a damaged checkpoint, bad input."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from dnnbench.workloads import train
+from tests.digits import write_digits
+
+pytest.importorskip("sklearn")   # a test dependency (pyproject's test extra); never skipped in CI
+
+FAST = ["--image-size", "32", "--batch-size", "32", "--workers", "0"]
+
+
+@pytest.fixture(scope="module")
+def digits(tmp_path_factory):
+    return write_digits(tmp_path_factory.mktemp("digits"))
+
+
+def _train(out, digits, *args, timeout=600, wait=True):
+    cmd = [sys.executable, "-m", "dnnbench.workloads.train", "resnet18", "--data", str(digits),
+           "--results", str(out), *FAST, *args]
+    if not wait:
+        return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    data = json.loads((out / "result.json").read_text()) if (out / "result.json").exists() else None
+    return res, data
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_resnet18_reaches_the_target_on_real_digits(tmp_path, digits, seed):
+    res, data = _train(tmp_path / "r", digits, "--epochs", "30", "--target-accuracy", "90", "--seed", str(seed))
+    assert res.returncode == 0, res.stderr[-3000:]
+    t = data["training"]
+    assert t["reached"] is True and t["best"] >= 90 and t["time_to_target_s"] > 0
+    assert t["epochs"][-1]["eval"]["top1"] >= 90 and t["epochs"][-1]["epoch"] == t["reached_at_epoch"]
+    assert t["time_to_target_s"] <= t["on_clock_s"] + 1e-6
+    assert "weight decay 0.0001" in t["schedule"] and "every 30 epochs" in t["schedule"]
+    # the throughput is the harness's statistic over the epochs' training
+    assert len(data["windows"]) == len(t["epochs"]) and data["throughput"]["total"]["value"] > 0
+    assert len([p for p in os.listdir(tmp_path / "r") if p.startswith("checkpoint-")]) <= train.KEEP
+
+
+def test_interrupted_then_resumed_follows_the_same_trajectory(tmp_path, digits):
+    whole, _ = _train(tmp_path / "whole", digits, "--epochs", "2")
+    assert whole.returncode == 0, whole.stderr[-3000:]
+    ref = json.loads((tmp_path / "whole" / "result.json").read_text())
+    # stop mid-epoch 1 with SIGTERM, then resume
+    p = _train(tmp_path / "cut", digits, "--epochs", "2", wait=False)
+    deadline = time.time() + 300
+    while time.time() < deadline:
+        line = p.stderr.readline()
+        if "epoch 1/2" in line:
+            break
+    time.sleep(1.0)
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=300)
+    assert p.returncode == train.EXIT_INTERRUPTED, err[-3000:]
+    cut = json.loads((tmp_path / "cut" / "result.json").read_text())
+    assert cut["status"] == "interrupted" and cut["training"]["resumable"] is True
+    res, data = _train(tmp_path / "cut", digits, "--epochs", "2", "--resume")
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert data["training"]["resumed_from"].startswith("epoch 1 step ")
+    assert [e["epoch"] for e in data["training"]["epochs"]] == [1, 2]       # each epoch counted once
+    assert len(data["training"]["segments"]) == 2
+    # the same losses step for step, the same accuracy at the end (CPU float tolerance)
+    assert data["loss"] == pytest.approx(ref["loss"], rel=1e-4, abs=1e-5)
+    assert data["training"]["epochs"][-1]["eval"]["top1"] == pytest.approx(
+        ref["training"]["epochs"][-1]["eval"]["top1"], abs=0.6)
+
+
+def test_a_damaged_checkpoint_falls_back_to_the_one_before(tmp_path, digits):
+    res, _ = _train(tmp_path / "r", digits, "--epochs", "2")
+    assert res.returncode == 0, res.stderr[-3000:]
+    newest = sorted((tmp_path / "r").glob("checkpoint-*.pt"))[-1]
+    newest.write_bytes(b"not a checkpoint")
+    res, data = _train(tmp_path / "r", digits, "--epochs", "3", "--resume")
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert "is damaged" in res.stderr and data["training"]["resumed_from"] == "epoch 1 step 0"
+    assert [e["epoch"] for e in data["training"]["epochs"]] == [1, 2, 3]
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["--epochs", "0"], "--epochs"), (["--target-accuracy", "nan"], "--target-accuracy"),
+    (["--target-accuracy", "101"], "percentage"), (["--max-time", "-1"], "--max-time"),
+    (["--image-size", "2"], "--image-size"), (["--resume"], "no checkpoint"),
+])
+def test_bad_input_is_one_line(tmp_path, digits, args, fragment):
+    res, data = _train(tmp_path / "r", digits, *args)
+    assert res.returncode == train.EXIT_USAGE, res.stderr[-2000:]
+    assert res.stderr.count("error:") == 1 and fragment in res.stderr and "Traceback" not in res.stderr
+    assert data["status"] == "error"

@@ -1,0 +1,466 @@
+"""Training to a target accuracy: epochs, evaluation, checkpoints, resume, interruption.
+
+    python -m dnnbench.workloads.train WORKLOAD --data DIR [--epochs N] [--target-accuracy PCT]
+        [--eval-every N] [--max-time MIN] [--image-size PX] [--resume] [--results DIR] ...
+
+The pytorch/examples ImageNet recipe for the image classifiers: SGD momentum 0.9, weight decay
+1e-4, lr 0.1 x batch/256 divided by 10 every --lr-step (30) epochs; RandomResizedCrop + flip
+for train/, Resize + CenterCrop for val/; top-1 and top-5. Time to target counts the time on
+the clock from the first epoch's start (training, evaluation and data loading, as MLPerf
+counts it) until an evaluation reaches the target; a resumed run adds only its own time.
+
+A run is deterministic given its seed: the order of samples is a permutation drawn from
+(seed, epoch), and each sample's augmentation from (seed, epoch, index), so a run resumed from
+a checkpoint taken mid-epoch continues the same trajectory. Checkpoints are written atomically
+in the run folder at each epoch end, every --checkpoint-every minutes and on SIGINT/SIGTERM/
+SIGUSR1 (at the next step boundary, then the run exits 130 with a resumable partial result);
+the last two are kept, and a damaged newest one falls back to the one before it.
+
+Python 3.7+, stdlib + torch/torchvision, like the rest of the container side.
+"""
+import argparse
+import glob
+import io
+import math
+import os
+import random
+import signal
+import socket
+import sys
+import time
+import uuid
+from datetime import datetime
+
+from . import fileio, options, schema
+from .errors import UsageError
+from .options import Option
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NAN, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+CHECKPOINT_GLOB = "checkpoint-*.pt"
+KEEP = 2
+
+TRAIN_OPTIONS = (
+    Option("epochs", int, 90, "epochs at most"),
+    Option("target_accuracy", float, None, "stop when the top-1 accuracy reaches PCT %", metavar="PCT"),
+    Option("eval_every", int, 1, "evaluate every N epochs"),
+    Option("max_time", float, None, "stop after MIN minutes on the clock", metavar="MIN"),
+    Option("image_size", int, None, "train/eval image side in pixels (default: the workload's)", metavar="PX"),
+    Option("lr_step", int, 30, "divide the lr by 10 every N epochs"),
+    Option("checkpoint_every", float, None, "also checkpoint every MIN minutes", metavar="MIN"),
+    Option("resume", bool, False, "continue from the run folder's last good checkpoint"),
+)
+# the harness options that mean something for training
+SHARED = ("batch_size", "workers", "amp", "channels_last", "seed", "lr", "results", "run_id", "device")
+
+
+def _log(msg):
+    sys.stderr.write(msg + "\n")
+    sys.stderr.flush()
+
+
+def parser_for(workload):
+    p = argparse.ArgumentParser(prog="python -m dnnbench.workloads.train %s" % workload.name,
+                                description="Train %s to a target accuracy." % workload.name)
+    defaults = {"batch_size": workload.default_batch_size, "lr": None,
+                "results": os.environ.get("DNNBENCH_RESULTS", "results"),
+                "run_id": os.environ.get("DNNBENCH_RUN_ID")}
+    for o in [options.BY_NAME[n] for n in SHARED] + list(TRAIN_OPTIONS):
+        if o.kind is bool:
+            p.add_argument(o.flag, action="store_true", help=o.help)
+        else:
+            p.add_argument(o.flag, type=o.kind, default=defaults.get(o.name, o.default), choices=o.choices,
+                           metavar=o.metavar, help=o.help)
+    p.add_argument("--data", required=True, help="an ImageNet-layout folder: train/ and val/ class folders")
+    return p
+
+
+def validate(args):
+    for name, lo in (("batch_size", 1), ("epochs", 1), ("eval_every", 1), ("lr_step", 1), ("workers", 0)):
+        if not lo <= getattr(args, name) <= 2**31:
+            raise UsageError("--%s must be between %d and 2^31" % (name.replace("_", "-"), lo))
+    for name in ("target_accuracy", "max_time", "checkpoint_every", "lr"):
+        value = getattr(args, name)
+        if value is not None and not (math.isfinite(value) and value > 0):
+            raise UsageError("--%s must be a finite number above 0" % name.replace("_", "-"))
+    if args.target_accuracy is not None and args.target_accuracy > 100:
+        raise UsageError("--target-accuracy is a percentage: at most 100")
+    if args.image_size is not None and not 8 <= args.image_size <= 4096:
+        raise UsageError("--image-size must be between 8 and 4096 pixels")
+    for split in ("train", "val"):
+        if not fileio.is_real_dir(os.path.join(args.data, split)):
+            raise UsageError("%s has no %s/ folder (the ImageNet layout: train/ and val/ of class folders)"
+                             % (args.data, split))
+
+
+class Seeded(object):
+    """A dataset whose sample `i` in epoch `e` is augmented from (seed, e, i) alone, in whatever
+    worker and whatever order it is read: the trajectory does not depend on where a run resumed."""
+
+    def __init__(self, inner, seed):
+        self.inner, self.seed, self.epoch = inner, seed, 0
+
+    def __len__(self):
+        return len(self.inner)
+
+    def __getitem__(self, i):
+        import torch
+        s = (self.seed * 1000003 + self.epoch) * 1000003 + int(i)
+        torch.manual_seed(s % (2**63))
+        random.seed(s)
+        return self.inner[i]
+
+
+def order(n, seed, epoch, rank, world, batch):
+    """This rank's sample indices for an epoch: a permutation drawn from (seed, epoch), split
+    across ranks, whole batches only."""
+    import torch
+    g = torch.Generator()
+    g.manual_seed(seed * 1000 + epoch)
+    perm = torch.randperm(n, generator=g).tolist()
+    per_rank = (n // world) // batch * batch
+    return perm[rank * per_rank:(rank + 1) * per_rank]
+
+
+def datasets(path, size):
+    from torchvision import datasets as tvd, transforms as T
+    norm = T.Normalize(mean=[0.485, 0.456, 0.406], std=[0.229, 0.224, 0.225])
+    train = tvd.ImageFolder(os.path.join(path, "train"), T.Compose(
+        [T.RandomResizedCrop(size), T.RandomHorizontalFlip(), T.ToTensor(), norm]))
+    val = tvd.ImageFolder(os.path.join(path, "val"), T.Compose(
+        [T.Resize(int(round(size * 256 / 224.0))), T.CenterCrop(size), T.ToTensor(), norm]))
+    return train, val
+
+
+class Checkpoints(object):
+    """checkpoint-EEEE-SSSSSSS.pt in the run folder: atomic, the last KEEP kept."""
+
+    def __init__(self, folder):
+        self.folder = folder
+
+    def paths(self):
+        return sorted(glob.glob(os.path.join(self.folder, CHECKPOINT_GLOB)))
+
+    def save(self, state):
+        import torch
+        buf = io.BytesIO()
+        torch.save(state, buf)
+        path = os.path.join(self.folder, "checkpoint-%04d-%07d.pt" % (state["epoch"], state["step"]))
+        fileio.write_atomic_bytes(path, buf.getvalue())
+        for old in self.paths()[:-KEEP]:
+            fileio.remove_file(old)
+        return path
+
+    def load(self):
+        """The newest checkpoint that loads, and the warnings about those that did not."""
+        import torch
+        warnings = []
+        for path in reversed(self.paths()):
+            try:
+                data = fileio.read_bytes(path, max_bytes=64 * 2**30)
+                state = torch.load(io.BytesIO(data), map_location="cpu", weights_only=False)
+                if not isinstance(state, dict) or "model" not in state:
+                    raise ValueError("not a dnnbench checkpoint")
+                return state, warnings
+            except Exception as exc:  # noqa: BLE001 - a damaged checkpoint falls back to the one before
+                warnings.append("checkpoint %s is damaged (%s): using the one before it"
+                                % (os.path.basename(path), str(exc).strip()[:200]))
+        return None, warnings
+
+
+class Stopper(object):
+    """SIGINT/SIGTERM/SIGUSR1 counted, acted on at the next step boundary."""
+
+    def __init__(self):
+        self.signal = None
+        for sig in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGUSR1", None)):
+            if sig is not None:
+                signal.signal(sig, self._on)
+
+    def _on(self, signum, frame):
+        if self.signal is not None and signum == signal.SIGINT:
+            raise KeyboardInterrupt     # a second Ctrl-C: stop now, keep the last checkpoint
+        self.signal = signum
+
+
+def lr_at(base, epoch, step_every):
+    return base * (0.1 ** (epoch // step_every))
+
+
+def evaluate(model, loader, device, amp, dist):
+    """top-1, top-5 (%) and mean loss over the val set (every rank's share, summed)."""
+    import torch
+    import torch.nn.functional as F
+    from . import compat
+    model.eval()
+    totals = torch.zeros(4, dtype=torch.float64)
+    with torch.no_grad():
+        for x, y in loader:
+            x, y = x.to(device), y.to(device)
+            with compat.autocast(device, amp):
+                out = model(x)
+            out = out[0] if isinstance(out, tuple) else out
+            k = min(5, out.shape[1])
+            top = out.float().topk(k, dim=1).indices
+            hit = top == y[:, None]
+            totals += torch.tensor([hit[:, 0].sum().item(), hit.any(dim=1).sum().item(),
+                                    F.cross_entropy(out.float(), y, reduction="sum").item(), y.numel()],
+                                   dtype=torch.float64)
+    if dist.enabled:
+        import torch.distributed as tdist
+        tdist.all_reduce(totals)
+    model.train()
+    n = max(1.0, totals[3].item())
+    return {"top1": 100.0 * totals[0].item() / n, "top5": 100.0 * totals[1].item() / n,
+            "loss": totals[2].item() / n, "samples": int(totals[3].item())}
+
+
+def run(workload, argv):
+    from .harness import Distributed
+    args = parser_for(workload).parse_args(argv)
+    dist = Distributed()
+    run_id = args.run_id or datetime.utcnow().strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
+    result = {
+        "schema_version": schema.SCHEMA_VERSION, "run_id": run_id, "workload": workload.name,
+        "status": "running", "message": None, "options": {}, "unit": workload.unit + "/s",
+        "throughput": schema.empty_throughput(), "windows": [], "loss": [], "system": {},
+        "started": datetime.utcnow().isoformat() + "Z", "ended": None, "world_size": dist.world_size,
+        "ranks": [], "synthetic": False, "data_wait_fraction": None, "telemetry": None, "loader": None,
+        "verdict": None, "training": None,
+    }
+    out_path = os.path.join(args.results, schema.RESULT_FILE)
+    stopper = Stopper()
+    code = EXIT_ERROR
+    try:
+        validate(args)
+        if getattr(workload, "data_kind", None) != "imagenet":
+            raise UsageError("training mode covers the image classifiers for now; %s is not one "
+                             "(`dnnbench workloads` says what each evaluates)" % workload.name)
+        code = _train(workload, args, dist, result, stopper)
+    except UsageError as exc:
+        result.update(status="error", message=str(exc))
+        _log("error: %s" % exc)
+        code = EXIT_USAGE
+    except KeyboardInterrupt:
+        result.update(status="interrupted", message="interrupted by a second signal: resume from the last checkpoint")
+        _log("interrupted: resume with --resume")
+        code = EXIT_INTERRUPTED
+    except Exception as exc:  # noqa: BLE001 - every failure still leaves a result
+        import traceback
+        traceback.print_exc()
+        result.update(status="error", message="%s: %s" % (type(exc).__name__, str(exc).strip()[:2000]))
+        code = EXIT_ERROR
+    finally:
+        result["ended"] = datetime.utcnow().isoformat() + "Z"
+        result["throughput"] = schema.throughput(result["windows"], dist.world_size)
+        if dist.rank == 0:
+            try:
+                fileio.make_dirs(args.results)
+                schema.write_atomic(out_path, result)
+                _log("result: %s (%s)" % (out_path, result["status"]))
+            except OSError as exc:
+                _log("error: cannot write the result to %s: %s" % (out_path, exc))
+                code = code or EXIT_ERROR
+        dist.close()
+    return code
+
+
+def _train(workload, args, dist, result, stopper):
+    import torch
+    import torch.nn.functional as F
+    from . import compat, system
+
+    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    amp = None if args.amp == "none" else args.amp
+    if args.image_size:
+        workload.image_size = args.image_size
+    size = workload.image_size
+    base_lr = args.lr if args.lr is not None else workload.default_lr(args.batch_size * dist.world_size)
+    dist.init(device)
+    result["system"] = system.collect(device)
+    result["options"] = dict(sorted(vars(args).items()), lr=base_lr, weight_decay=workload.weight_decay,
+                             image_size=size, device=device)
+    train_set, val_set = datasets(args.data, size)
+    if len(train_set) < args.batch_size * dist.world_size:
+        raise UsageError("%s/train has %d images, fewer than one batch of %d" % (args.data, len(train_set),
+                                                                                args.batch_size))
+    seeded = Seeded(train_set, args.seed)
+    torch.manual_seed(args.seed)
+    workload.num_classes = len(train_set.classes)
+    model = workload.build(args).to(device)
+    if args.channels_last:
+        model = model.to(memory_format=torch.channels_last)
+    ddp = torch.nn.parallel.DistributedDataParallel(model) if dist.enabled else model
+    opt = torch.optim.SGD(model.parameters(), lr=base_lr, momentum=0.9, weight_decay=workload.weight_decay)
+    scaler = compat.grad_scaler(device, amp)
+    training = {
+        "schedule": "SGD momentum 0.9, weight decay %g, lr %g divided by 10 every %d epochs (pytorch/examples)"
+                    % (workload.weight_decay, base_lr, args.lr_step),
+        "metric": "top1", "target": args.target_accuracy, "reached": False, "time_to_target_s": None,
+        "best": None, "epochs": [], "segments": [], "on_clock_s": 0.0, "resumed_from": None,
+        "train_transform": "RandomResizedCrop(%d) + flip" % size,
+        "eval_transform": "Resize(%d) + CenterCrop(%d)" % (int(round(size * 256 / 224.0)), size),
+    }
+    result["training"] = training
+    fileio.make_dirs(args.results)
+    ckpt = Checkpoints(args.results)
+    epoch, step_in_epoch = 0, 0
+    if args.resume:
+        state, warnings = ckpt.load()
+        for w in warnings:
+            _log("warning: " + w)
+        if state is None:
+            raise UsageError("--resume: %s holds no checkpoint that loads" % args.results)
+        model.load_state_dict(state["model"])
+        opt.load_state_dict(state["optimizer"])
+        if scaler is not None and state.get("scaler"):
+            scaler.load_state_dict(state["scaler"])
+        epoch, step_in_epoch = state["epoch"], state["step"]
+        rng = state.get("rng") or {}
+        if rng.get("torch") is not None:
+            torch.set_rng_state(rng["torch"])
+        if rng.get("python") is not None:
+            random.setstate(rng["python"])
+        training.update(state["training"])
+        result["windows"] = list(state.get("windows", []))
+        result["loss"] = list(state.get("loss", []))
+        training["resumed_from"] = "epoch %d step %d" % (epoch, step_in_epoch)
+        _log("resumed from epoch %d, step %d (%.1f s on the clock so far)" % (epoch, step_in_epoch,
+                                                                            training["on_clock_s"]))
+    segment = {"host": socket.gethostname(), "started": datetime.utcnow().isoformat() + "Z", "ended": None}
+    training["segments"].append(segment)
+
+    val_loader = torch.utils.data.DataLoader(
+        torch.utils.data.Subset(val_set, list(range(dist.rank, len(val_set), dist.world_size))),
+        batch_size=args.batch_size, num_workers=args.workers)
+    clock0 = time.perf_counter() - training["on_clock_s"]
+    last_ckpt = time.perf_counter()
+
+    def state_now(e, s):
+        training["on_clock_s"] = time.perf_counter() - clock0
+        return {"model": model.state_dict(), "optimizer": opt.state_dict(),
+                "scaler": scaler.state_dict() if scaler is not None else None, "epoch": e, "step": s,
+                "training": training, "windows": result["windows"], "loss": result["loss"][-10000:],
+                "rng": {"torch": torch.get_rng_state(), "python": random.getstate()}}
+
+    def checkpoint(e, s):
+        if dist.rank == 0:
+            path = ckpt.save(state_now(e, s))
+            _log("checkpoint: %s" % os.path.basename(path))
+        if dist.enabled:
+            import torch.distributed as tdist
+            tdist.barrier()
+
+    tag = "[%s train]" % workload.name
+    _log("%s %s, batch %d%s, %d images, image size %d, up to %d epochs%s" % (
+        tag, device, args.batch_size, " x %d ranks" % dist.world_size if dist.enabled else "", len(train_set),
+        size, args.epochs, ", target top-1 %g %%" % args.target_accuracy if args.target_accuracy else ""))
+    while epoch < args.epochs:
+        for group in opt.param_groups:
+            group["lr"] = lr_at(base_lr, epoch, args.lr_step)
+        seeded.epoch = epoch
+        idx = order(len(seeded), args.seed, epoch, dist.rank, dist.world_size, args.batch_size)
+        steps = len(idx) // args.batch_size
+        loader = torch.utils.data.DataLoader(
+            seeded, batch_size=args.batch_size, sampler=idx[step_in_epoch * args.batch_size:],
+            num_workers=args.workers, drop_last=True, pin_memory=device == "cuda")
+        t0, items, wait, losses = time.perf_counter(), 0, 0.0, []
+        it = iter(loader)
+        for s in range(step_in_epoch, steps):
+            f0 = time.perf_counter()
+            x, y = next(it)
+            wait += time.perf_counter() - f0
+            x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+            if args.channels_last:
+                x = x.contiguous(memory_format=torch.channels_last)
+            with compat.autocast(device, amp):
+                out = ddp(x)
+                out = out[0] if isinstance(out, tuple) else out
+                loss = F.cross_entropy(out, y)
+            opt.zero_grad(set_to_none=True)
+            if scaler is not None:
+                scaler.scale(loss).backward()
+                scaler.step(opt)
+                scaler.update()
+            else:
+                loss.backward()
+                opt.step()
+            losses.append(loss.detach())
+            items += x.shape[0]
+            if stopper.signal is not None:
+                del it
+                _close_epoch(result, losses, items, time.perf_counter() - t0, wait)
+                checkpoint(epoch, s + 1)
+                result.update(status="interrupted", message="stopped by signal %d at epoch %d step %d: "
+                              "resumable with --resume" % (stopper.signal, epoch, s + 1))
+                training["resumable"] = True
+                segment["ended"] = datetime.utcnow().isoformat() + "Z"
+                _log("%s %s" % (tag, result["message"]))
+                return EXIT_INTERRUPTED
+            if args.checkpoint_every and time.perf_counter() - last_ckpt >= args.checkpoint_every * 60:
+                checkpoint(epoch, s + 1)
+                last_ckpt = time.perf_counter()
+        del it
+        train_loss = _close_epoch(result, losses, items, time.perf_counter() - t0, wait)
+        if train_loss is not None and not math.isfinite(train_loss):
+            result.update(status="nan", message="the training loss became NaN/Inf in epoch %d" % (epoch + 1))
+            return EXIT_NAN
+        step_in_epoch = 0
+        epoch += 1
+        record = {"epoch": epoch, "train_loss": train_loss, "lr": lr_at(base_lr, epoch - 1, args.lr_step),
+                  "train_throughput": result["windows"][-1]["items"] * dist.world_size /
+                  max(1e-9, result["windows"][-1]["seconds"]), "eval": None}
+        if epoch % args.eval_every == 0 or epoch == args.epochs:
+            record["eval"] = evaluate(model, val_loader, device, amp, dist)
+        record["on_clock_s"] = time.perf_counter() - clock0
+        training["epochs"].append(record)
+        ev = record["eval"]
+        if ev is not None and (training["best"] is None or ev["top1"] > training["best"]):
+            training["best"] = ev["top1"]
+        _log("%s epoch %d/%d  loss %.4f  %.1f %s/s%s  %.0fs on the clock" % (
+            tag, epoch, args.epochs, train_loss if train_loss is not None else float("nan"),
+            record["train_throughput"], workload.unit,
+            "  top-1 %.2f%%  top-5 %.2f%%" % (ev["top1"], ev["top5"]) if ev else "", record["on_clock_s"]))
+        reached = ev is not None and args.target_accuracy is not None and ev["top1"] >= args.target_accuracy
+        if reached:
+            training["reached"], training["time_to_target_s"] = True, record["on_clock_s"]
+            training["reached_at_epoch"] = epoch
+        checkpoint(epoch, 0)
+        if reached:
+            _log("%s target top-1 %g %% reached at epoch %d, %.1f s on the clock" % (
+                tag, args.target_accuracy, epoch, record["on_clock_s"]))
+            break
+        if args.max_time and record["on_clock_s"] >= args.max_time * 60:
+            _log("%s --max-time %g min reached" % (tag, args.max_time))
+            break
+    training["on_clock_s"] = time.perf_counter() - clock0
+    segment["ended"] = datetime.utcnow().isoformat() + "Z"
+    if args.target_accuracy is not None and not training["reached"]:
+        _log("%s target not reached: best top-1 %s" % (
+            tag, "-" if training["best"] is None else "%.2f %%" % training["best"]))
+    result["status"] = "ok"
+    return EXIT_OK
+
+
+def _close_epoch(result, losses, items, seconds, wait):
+    """The epoch's (or segment's) training as one window of the throughput statistic."""
+    import torch
+    if not losses:
+        return None
+    values = torch.stack(losses).float().cpu()
+    result["loss"].extend(float(v) for v in values.tolist())
+    result["loss"] = result["loss"][-10000:]
+    result["windows"].append({"items": items, "seconds": seconds, "data_wait": wait})
+    return float(values.mean())
+
+
+def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    from . import WORKLOADS, load
+    if not argv or argv[0] not in WORKLOADS:
+        _log("error: name a workload first: python -m dnnbench.workloads.train WORKLOAD --data DIR ...")
+        return EXIT_USAGE
+    return run(load(argv[0]), argv[1:])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
