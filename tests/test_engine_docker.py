@@ -162,3 +162,23 @@ def test_missing_image_and_base_tag(built_image, tmp_path):
     one_line_error(dnnbench("run", "resnet18", "--image", "dnnbench:nope", "--results", tmp_path), "not on this machine")
     res = dnnbench("run", "resnet18", "--dry-run", "--base", "cpu", "--results", tmp_path, check=0)
     assert "dnnbench:cpu" in res.stdout
+
+
+def test_memlock_the_daemon_cannot_grant_runs_with_what_it_can(built_image, tmp_path):
+    """NGC's --ulimit memlock=-1 on a daemon whose own limit is lower (this machine's dockerd:
+    8 MiB) once failed at container start ("error setting rlimit type 8")."""
+    from dnnbench.containers.engines import docker as docker_engine
+    from dnnbench.runs.launch import RunOptions, build_plan, execute
+    run_id = _unique("memlock")
+    plan = build_plan(RunOptions(workload="resnet18", image=built_image, results=tmp_path, run_id=run_id))
+    plan.ulimits = {"memlock": -1}
+    plan.argv = ["sh", "-c", "ulimit -l"]
+    data, code = execute(plan, quiet=True)
+    granted = docker_engine.daemon_memlock()
+    if granted is None:       # a daemon that grants unlimited: nothing to lower, nothing to say
+        assert data["host"]["exit_code"] == 0 and not data["host"].get("notes")
+        return
+    assert data["host"]["exit_code"] == 0, (tmp_path / run_id / "log.txt").read_text()
+    assert "memlock -1 was not granted" in data["host"]["notes"][0]
+    assert str(granted // 1024) in (tmp_path / run_id / "log.txt").read_text()   # `ulimit -l` is in KiB
+    assert not _containers(run_id)

@@ -17,12 +17,22 @@ def escape(value) -> str:
     return _escape(str(value))
 
 
+_CONTROL = {c: f"\\x{c:02x}" for c in list(range(0x20)) + [0x7f] if c not in (0x09, 0x0a)}
+_CONTROL_LINE = {**_CONTROL, 0x0a: "\\n"}
+
+
+def visible(value, one_line: bool = False) -> str:
+    """Text with every control character (ESC sequences included) shown as \\xNN, never acted on
+    by the terminal: what a user, a file or a result named reaches the screen as data."""
+    return str(value).translate(_CONTROL_LINE if one_line else _CONTROL)
+
+
 def warn(message: str) -> None:
-    err.print(f"[yellow]warning:[/] {escape(message)}", markup=True, soft_wrap=True)
+    err.print(f"[yellow]warning:[/] {escape(visible(message))}", markup=True, soft_wrap=True)
 
 
 def info(message: str) -> None:
-    err.print(message, markup=False, soft_wrap=True)
+    err.print(visible(message), markup=False, soft_wrap=True)
 
 
 def number(value, digits: int = 1) -> str:

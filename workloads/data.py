@@ -6,13 +6,16 @@ Layouts (what `--data DIR` must hold):
   text      train.txt                            (whitespace-tokenized corpus)
   ratings   ratings.csv                          (userId,movieId,rating,timestamp: MovieLens)
 """
+import io
 import json
 import os
 
+from . import fileio
 from .errors import UsageError
 
 IMAGE_EXT = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".webp")
 KINDS = ("imagenet", "coco", "text", "ratings")
+ANNOTATIONS_MAX = 2 << 30     # bytes of COCO annotations JSON read at most
 
 
 def _usage(msg):
@@ -47,8 +50,11 @@ def _problems(path, kind, deep):
         f = os.path.join(path, "ratings.csv")
         if not os.path.isfile(f):
             return ["%s has no ratings.csv (MovieLens layout)" % path]
-        with open(f) as fh:
-            head = fh.readline().strip().lower()
+        try:
+            with fileio.open_input(f) as fh:
+                head = fh.readline(4096).decode("utf-8", "replace").strip().lower()   # bounded: one line
+        except OSError as exc:
+            return ["%s cannot be read: %s" % (f, exc.strerror or exc)]
         return [] if head.startswith("userid,movieid") else ["%s: header is %r, expected userId,movieId,rating,timestamp" % (f, head)]
     if kind is None:
         return ["this workload has no real-data path; use --synthetic"]
@@ -112,10 +118,11 @@ def _coco(path, deep):
     if out:
         return out
     try:
-        with open(ann) as fh:
-            data = json.load(fh)
-    except ValueError as exc:
+        data = _annotations(ann)
+    except (ValueError, RecursionError) as exc:
         return ["%s is not valid JSON: %s" % (ann, exc)]
+    except OSError as exc:
+        return ["%s cannot be read: %s" % (ann, exc.strerror or exc)]
     if not isinstance(data, dict):
         return ["%s is not a COCO annotations object" % ann]
     for key in ("images", "annotations", "categories"):
@@ -159,8 +166,7 @@ class CocoDetection(object):
     """COCO instances without pycocotools: boxes, labels and polygon masks rasterized by PIL."""
 
     def __init__(self, path, size, masks=False):
-        with open(os.path.join(path, "annotations", "instances_train2017.json")) as fh:
-            data = json.load(fh)
+        data = _annotations(os.path.join(path, "annotations", "instances_train2017.json"))
         self.root = os.path.join(path, "train2017")
         self.size, self.masks = size, masks
         cats = sorted(c["id"] for c in data["categories"])
@@ -204,6 +210,15 @@ class CocoDetection(object):
         return F.to_tensor(img), target
 
 
+def _annotations(path):
+    """COCO's annotations JSON, bounded (train2017's is ~450 MB) and never from a FIFO."""
+    with fileio.open_input(path) as fh:
+        raw = fh.read(ANNOTATIONS_MAX + 1)
+    if len(raw) > ANNOTATIONS_MAX:
+        raise ValueError("larger than %d MiB: not COCO's annotations" % (ANNOTATIONS_MAX >> 20))
+    return json.loads(raw.decode("utf-8"))
+
+
 # --- fake datasets ---------------------------------------------------------------------
 
 def _write_jpeg(args):
@@ -214,7 +229,9 @@ def _write_jpeg(args):
     w, h = size
     # Blocky random pixels: decodes like a photo-sized JPEG but compresses to a realistic size.
     small = Image.frombytes("RGB", (max(1, w // 8), max(1, h // 8)), bytes(rnd.getrandbits(8) for _ in range(3 * max(1, w // 8) * max(1, h // 8))))
-    small.resize((w, h)).save(path, "JPEG", quality=85)
+    buf = io.BytesIO()
+    small.resize((w, h)).save(buf, "JPEG", quality=85)
+    fileio.write_atomic_bytes(path, buf.getvalue(), durable=False)   # a planted link is replaced, not followed
     return path
 
 
@@ -222,20 +239,21 @@ def fake_imagenet(dest, images=1000, classes=10, size=(256, 256), workers=None, 
     """An ImageNet-layout folder of real JPEGs from random pixels. Idempotent via a done marker."""
     from multiprocessing import Pool
     marker = os.path.join(dest, ".dnnbench-fake-done")
-    if os.path.exists(marker):
+    if fileio.is_regular(marker):
         return 0
     jobs = []
     for split, n in (("train", images), ("val", max(classes, images // 10))):
         for i in range(n):
             cls = "n%08d" % (i % classes)
             folder = os.path.join(dest, split, cls)
-            os.makedirs(folder, exist_ok=True)
+            if i < classes:
+                fileio.make_dirs(folder, root=dest)
             jobs.append((os.path.join(folder, "%s_%06d.JPEG" % (cls, i)), size, seed * 1000003 + i + (0 if split == "train" else 10 ** 7)))
     with Pool(workers or os.cpu_count() or 1) as pool:
         for done, _ in enumerate(pool.imap_unordered(_write_jpeg, jobs, chunksize=16), 1):
             if progress:
                 progress(done, len(jobs))
-    open(marker, "w").close()
+    fileio.write_atomic_bytes(marker, b"")
     return len(jobs)
 
 
@@ -244,11 +262,11 @@ def fake_coco(dest, images=64, size=(320, 320), workers=None, seed=0, progress=N
     import random
     from multiprocessing import Pool
     marker = os.path.join(dest, ".dnnbench-fake-done")
-    if os.path.exists(marker):
+    if fileio.is_regular(marker):
         return 0
     rnd = random.Random(seed)
-    os.makedirs(os.path.join(dest, "train2017"), exist_ok=True)
-    os.makedirs(os.path.join(dest, "annotations"), exist_ok=True)
+    fileio.make_dirs(os.path.join(dest, "train2017"), root=dest)
+    fileio.make_dirs(os.path.join(dest, "annotations"), root=dest)
     cats = [{"id": i, "name": "class%d" % i} for i in (1, 2, 3, 5, 8)]
     imgs, anns, jobs = [], [], []
     for i in range(images):
@@ -265,9 +283,9 @@ def fake_coco(dest, images=64, size=(320, 320), workers=None, seed=0, progress=N
         for done, _ in enumerate(pool.imap_unordered(_write_jpeg, jobs, chunksize=8), 1):
             if progress:
                 progress(done, len(jobs))
-    with open(os.path.join(dest, "annotations", "instances_train2017.json"), "w") as fh:
-        json.dump({"images": imgs, "annotations": anns, "categories": cats}, fh)
-    open(marker, "w").close()
+    fileio.write_atomic_text(os.path.join(dest, "annotations", "instances_train2017.json"),
+                             json.dumps({"images": imgs, "annotations": anns, "categories": cats}))
+    fileio.write_atomic_bytes(marker, b"")
     return len(jobs)
 
 
@@ -275,10 +293,10 @@ def fake_text(dest, words=200000, vocab=5000, seed=0, progress=None):
     """A `text` layout: train.txt of random words drawn Zipf-like from a small vocabulary."""
     import random
     rnd = random.Random(seed)
-    os.makedirs(dest, exist_ok=True)
+    fileio.make_dirs(dest)
     vocab_words = ["w%d" % i for i in range(vocab)]
     weights = [1.0 / (i + 1) for i in range(vocab)]
-    with open(os.path.join(dest, "train.txt"), "w") as fh:
+    with fileio.open_write(os.path.join(dest, "train.txt")) as fh:
         for line in range(max(1, words // 20)):
             fh.write(" ".join(rnd.choices(vocab_words, weights, k=20)) + "\n")
     return 1
@@ -288,8 +306,8 @@ def fake_ratings(dest, ratings=100000, users=1000, items=2000, seed=0, progress=
     """A `ratings` layout: MovieLens-style ratings.csv."""
     import random
     rnd = random.Random(seed)
-    os.makedirs(dest, exist_ok=True)
-    with open(os.path.join(dest, "ratings.csv"), "w") as fh:
+    fileio.make_dirs(dest)
+    with fileio.open_write(os.path.join(dest, "ratings.csv")) as fh:
         fh.write("userId,movieId,rating,timestamp\n")
         for i in range(ratings):
             fh.write("%d,%d,%.1f,%d\n" % (rnd.randrange(users) + 1, rnd.randrange(items) + 1,

@@ -65,6 +65,25 @@ def kind_at(path):
         return exc.strerror or "unreadable"
 
 
+def open_input(path):
+    """A binary file object on something the user handed over to be read (a tar, a CA bundle):
+    a link to a regular file is followed (inputs often live behind links), but whatever is at
+    the end must be a regular file, and a FIFO or device is refused without blocking."""
+    path = os.fspath(path)
+    fd = os.open(path, os.O_RDONLY | _NONBLOCK | _CLOEXEC)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotRegularFile(path, kind_of(st.st_mode))
+        if _NONBLOCK:
+            import fcntl
+            fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~_NONBLOCK)
+    except BaseException:
+        os.close(fd)
+        raise
+    return os.fdopen(fd, "rb")
+
+
 def _open(path, flags, mode=0o644):
     """os.open without following a last-component link, without blocking, regular files only.
     The descriptor comes back in blocking mode."""
@@ -154,8 +173,9 @@ def _check_target(path):
         raise NotRegularFile(path, kind_of(st.st_mode))
 
 
-def write_atomic_bytes(path, data, mode=0o644):
-    """Write `data` whole or not at all: a temp file beside `path`, fsync, rename over it."""
+def write_atomic_bytes(path, data, mode=0o644, durable=True):
+    """Write `data` whole or not at all: a temp file beside `path`, fsync, rename over it.
+    durable=False skips the fsync (bulk files that are cheap to make again: fake datasets)."""
     path = os.fspath(path)
     folder = os.path.dirname(path) or "."
     _check_target(path)
@@ -164,7 +184,8 @@ def write_atomic_bytes(path, data, mode=0o644):
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
-            os.fsync(fh.fileno())
+            if durable:
+                os.fsync(fh.fileno())
         os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:

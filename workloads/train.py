@@ -217,7 +217,11 @@ def evaluate(model, loader, device, amp, dist):
 def run(workload, argv):
     from .harness import Distributed
     args = parser_for(workload).parse_args(argv)
-    dist = Distributed()
+    try:
+        dist = Distributed()
+    except UsageError as exc:
+        _log("error: %s" % exc)
+        return EXIT_USAGE
     run_id = args.run_id or datetime.utcnow().strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
     result = {
         "schema_version": schema.SCHEMA_VERSION, "run_id": run_id, "workload": workload.name,

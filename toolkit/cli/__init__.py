@@ -38,14 +38,14 @@ for _group in (images, runs, data, results):
 def main() -> None:
     from rich.text import Text
 
-    from dnnbench.console import err
+    from dnnbench.console import err, visible
     command = typer.main.get_command(app)
     try:
         code = command.main(prog_name="dnnbench", standalone_mode=False)
     except DnnbenchError as exc:
-        err.print(Text.assemble(("error: ", "bold red"), str(exc)), soft_wrap=True)
+        err.print(Text.assemble(("error: ", "bold red"), visible(exc, one_line=True)), soft_wrap=True)
         if exc.log:
-            err.print(f"details: {exc.log}", markup=False, soft_wrap=True)
+            err.print(f"details: {visible(exc.log)}", markup=False, soft_wrap=True)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         err.print("interrupted", markup=False)
@@ -58,7 +58,7 @@ def main() -> None:
             if message:  # no message: a group called bare, whose help is already printed
                 ctx = getattr(exc, "ctx", None)
                 where = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
-                err.print(Text.assemble(("error: ", "bold red"), message + where), soft_wrap=True)
+                err.print(Text.assemble(("error: ", "bold red"), visible(message + where, one_line=True)), soft_wrap=True)
             sys.exit(exc.exit_code)
         if type(exc).__name__ == "Abort":   # Ctrl-C or end of input at a prompt
             err.print("interrupted", markup=False)

@@ -27,12 +27,24 @@ def _sentence(text: str) -> str:
     return (text[:1].upper() + text[1:] if first.isalpha() else text) + "."
 
 
+def in_range(option):
+    """A click callback refusing what the option table refuses, at parse time: before anything
+    (a run folder, a suite's first job) exists."""
+    def check(value):
+        why = option.problem(plain(value))
+        if why:
+            raise typer.BadParameter(f"{plain(value)}: {why}")
+        return value
+    return check
+
+
 def _parameter(option) -> inspect.Parameter:
     if option.kind is bool:
         info = typer.Option(False, option.flag, help=_sentence(option.short))
         annotation = bool
     else:
-        info = typer.Option(None, option.flag, help=_sentence(option.short), metavar=option.metavar)
+        info = typer.Option(None, option.flag, help=_sentence(option.short), metavar=option.metavar,
+                            callback=in_range(option))
         kind = choice(option.name, option.choices) if option.choices else option.kind
         annotation = Optional[kind]
     return inspect.Parameter(option.name, inspect.Parameter.KEYWORD_ONLY, default=info, annotation=annotation)

@@ -6,13 +6,16 @@ from typing import List, Optional
 
 import typer
 
+from dnnbench.cli.harness_options import in_range
+from dnnbench.workloads.options import BY_NAME
+
 
 def report(
     results: List[Path] = typer.Argument(..., help="Result files or folders (searched for result.json)."),
     fmt: str = typer.Option("table", "--format", "-f", help="table, csv, md, json or html."),
     baseline: Optional[Path] = typer.Option(None, "--baseline", help="Targets: YAML/JSON {job: throughput}, or a results folder."),
     weight: List[str] = typer.Option([], "--weight", help="JOB=W (or WORKLOAD=W) weight in the score (repeatable)."),
-    tolerance: float = typer.Option(0.05, "--tolerance", help="For plain targets: a job passes when its 95% CI lies above target x (1 - tolerance)."),
+    tolerance: float = typer.Option(0.05, "--tolerance", callback=in_range(BY_NAME["tolerance"]), help="For plain targets: a job passes when its 95% CI lies above target x (1 - tolerance)."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write here instead of stdout."),
     plots: Optional[Path] = typer.Option(None, "--plots", help="Write PNG plots into this folder."),
     wide_csv: Optional[Path] = typer.Option(None, "--wide-csv", help="Also write a Lambda-style CSV (system x job)."),
@@ -31,7 +34,7 @@ def report(
 
 def compare(a: Path = typer.Argument(..., help="Results of machine/image A."),
             b: Path = typer.Argument(..., help="Results of machine/image B."),
-            tolerance: float = typer.Option(0.05, "--tolerance", help="Same when the 95% CI of B/A is within 1 +- this."),
+            tolerance: float = typer.Option(0.05, "--tolerance", callback=in_range(BY_NAME["tolerance"]), help="Same when the 95% CI of B/A is within 1 +- this."),
             strict: bool = typer.Option(False, "--strict", help="Fail (exit 2) when any result file is skipped.")):
     """Two result sets side by side, job by job: throughput (sum_items/sum_seconds) with its 95% CI,
     B/A with its 95% CI, and a verdict: same, faster, slower or inconclusive."""

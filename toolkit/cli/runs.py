@@ -6,7 +6,8 @@ from typing import List, Optional
 
 import typer
 
-from dnnbench.cli.harness_options import choice, plain, with_harness_options
+from dnnbench.cli.harness_options import choice, in_range, plain, with_harness_options
+from dnnbench.workloads.options import BY_NAME
 from dnnbench.runs.options import PROFILERS, RUNTIMES, RunOptions
 
 Runtime = choice("Runtime", RUNTIMES)
@@ -49,7 +50,7 @@ def run(
     build: Optional[bool] = typer.Option(None, "--build/--no-build", help="Build the base's image if missing (default: ask when interactive)."),
     results: Path = typer.Option(Path("results"), "--results", help="Results folder; the run goes in RESULTS/<run-id>/."),
     run_id: Optional[str] = typer.Option(None, "--run-id", help="Name of the run folder (default: time-workload-random)."),
-    timeout: Optional[float] = typer.Option(None, "--timeout", help="Stop the run after this many seconds (status timeout)."),
+    timeout: Optional[float] = typer.Option(None, "--timeout", callback=in_range(BY_NAME["timeout"]), help="Stop the run after this many seconds (status timeout)."),
     profile: Optional[Profiler] = typer.Option(None, "--profile",
                                           help="Profile the timed window (--start-iter/--stop-iter pick it); "
                                                "`dnnbench profile show` reads it."),
@@ -86,9 +87,9 @@ Options after `--` go to the workload unchanged."""
 def slurm(
     ctx: typer.Context,
     workload: str = typer.Argument(..., help="Workload name (`dnnbench workloads` lists them)."),
-    nodes: int = typer.Option(1, "--nodes", "-N", help="Nodes (one torchrun agent each)."),
-    gpus_per_node: int = typer.Option(0, "--gpus-per-node", "-G", help="GPUs per node, one process each; 0 runs on CPUs (gloo)."),
-    nproc_per_node: Optional[int] = typer.Option(None, "--nproc-per-node", help="CPU runs: processes per node (default 1)."),
+    nodes: int = typer.Option(1, "--nodes", "-N", callback=in_range(BY_NAME["nodes"]), help="Nodes (one torchrun agent each)."),
+    gpus_per_node: int = typer.Option(0, "--gpus-per-node", "-G", callback=in_range(BY_NAME["gpus_per_node"]), help="GPUs per node, one process each; 0 runs on CPUs (gloo)."),
+    nproc_per_node: Optional[int] = typer.Option(None, "--nproc-per-node", callback=in_range(BY_NAME["nproc_per_node"]), help="CPU runs: processes per node (default 1)."),
     partition: Optional[str] = typer.Option(None, "--partition", "-p", help="Slurm partition."),
     time_limit: Optional[str] = typer.Option(None, "--time", "-t", help="Slurm time limit: minutes, H:MM:SS or D-HH:MM:SS."),
     account: Optional[str] = typer.Option(None, "--account", "-A", help="Slurm account to charge."),

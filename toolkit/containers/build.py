@@ -17,6 +17,7 @@ from dnnbench import names
 from dnnbench.containers import catalog, recipes
 from dnnbench.console import err, escape, info, out, warn
 from dnnbench.errors import DnnbenchError
+from dnnbench.workloads import fileio
 
 
 
@@ -78,6 +79,9 @@ class BuildCA:
         return hashlib.sha256(self.data).hexdigest()
 
 
+CA_MAX = 4 << 20    # a system bundle is ~200 KiB
+
+
 def build_ca(path: Path | None) -> BuildCA | None:
     """--ca-cert FILE, else DNNBENCH_CA_CERT: a readable PEM file with at least one certificate."""
     if path is None and os.environ.get("DNNBENCH_CA_CERT"):
@@ -85,9 +89,12 @@ def build_ca(path: Path | None) -> BuildCA | None:
     if path is None:
         return None
     try:
-        data = Path(path).expanduser().read_bytes()
+        with fileio.open_input(Path(path).expanduser()) as fh:    # never a FIFO or /dev/zero
+            data = fh.read(CA_MAX + 1)
     except OSError as exc:
         raise DnnbenchError(f"--ca-cert {path}: {exc.strerror or exc}") from None
+    if len(data) > CA_MAX:
+        raise DnnbenchError(f"--ca-cert {path}: larger than {CA_MAX >> 20} MiB, not a CA bundle")
     if b"-----BEGIN CERTIFICATE-----" not in data:
         raise DnnbenchError(f"--ca-cert {path}: not a PEM certificate file (no BEGIN CERTIFICATE line)")
     return BuildCA(Path(path), data)
@@ -115,7 +122,7 @@ def meaningful_lines(log_text: str, limit: int = 4) -> list[str]:
 def explain_failure(exc: DnnbenchError, ca: BuildCA | None) -> DnnbenchError:
     """The engine's one line, then the lines of its log that say why (pip's own error, ...)."""
     try:
-        text = Path(exc.log).read_text(encoding="utf-8", errors="replace") if exc.log else ""
+        text = fileio.read_text(exc.log, errors="replace") if exc.log else ""
     except OSError:
         text = ""
     lines = meaningful_lines(text)
@@ -339,7 +346,11 @@ def pull_command(*, base: str, output: Path | None, cache_dir: Path | None, tmp_
     env = {}
     for var, path in (("CACHEDIR", cache_dir), ("TMPDIR", tmp_dir)):
         if path is not None:
-            path.mkdir(parents=True, exist_ok=True)
+            try:
+                fileio.make_dirs(str(path.expanduser()))
+            except OSError as exc:
+                raise DnnbenchError(f"--{var.lower().replace('dir', '-dir')} {path}: "
+                                    f"{exc.strerror or exc}; give a folder") from None
             env[f"APPTAINER_{var}"] = env[f"SINGULARITY_{var}"] = str(path.resolve())
     log_path = _log_path(Path("results/build-logs"), resolved, "pull")
     started = time.monotonic()

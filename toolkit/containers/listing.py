@@ -63,7 +63,11 @@ def images_table(sif_dirs: list[Path]) -> None:
                                         labels.get(recipes.LABEL_BASE, "?"), _size(img["size"]), _age(age),
                                         labels.get(recipes.LABEL_SHA, "?")[:12])))
     for folder in sif_dirs:
+        if not Path(folder).is_dir():
+            raise DnnbenchError(f"--sif-dir {folder} is not a folder")
         for sif in sorted(Path(folder).glob("*.sif")):
+            if not sif.is_file():       # a FIFO named x.sif: never handed to apptainer
+                continue
             labels = apptainer.labels(sif)
             if recipes.LABEL_BASE not in labels:
                 continue

@@ -5,8 +5,10 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from dnnbench import locks
 from dnnbench.console import info, progress
 from dnnbench.errors import DnnbenchError
+from dnnbench.workloads import fileio
 
 FAKE_KINDS = ("imagenet", "coco", "text", "ratings")
 
@@ -27,8 +29,6 @@ def need_pillow(why: str) -> None:
 
 
 def fake_command(kind: str, dest: Path, images: int, classes: int, size: int, workers: int | None) -> None:
-    from dnnbench.workloads import data as data_mod
-
     if kind not in FAKE_KINDS:
         raise DnnbenchError(f"unknown dataset kind {kind!r}: choose {', '.join(FAKE_KINDS)}")
     if not (1 <= images <= 10**7 and 1 <= classes <= 10**5 and 8 <= size <= 8192):
@@ -38,9 +38,17 @@ def fake_command(kind: str, dest: Path, images: int, classes: int, size: int, wo
     if kind in ("imagenet", "coco"):
         need_pillow(f"`data fake {kind}` writes JPEGs")
     try:
-        dest.mkdir(parents=True, exist_ok=True)
+        fileio.make_dirs(str(dest))
+    except fileio.NotRegularFile as exc:
+        raise DnnbenchError(f"cannot create {dest}: {exc.filename} is {exc.kind}") from None
     except OSError as exc:
         raise DnnbenchError(f"cannot create {dest}: {exc.strerror or exc}") from None
+    with locks.hold(dest, what=f"dataset folder {dest}"):
+        _write(kind, dest, images, classes, size, workers)
+
+
+def _write(kind: str, dest: Path, images: int, classes: int, size: int, workers: int | None) -> None:
+    from dnnbench.workloads import data as data_mod
     # Blocky JPEGs average ~10-30 KB at 256 px; ask for 3x that, plus room for the filesystem.
     need = images * 1.2 * (size * size * 3) / 16 + 2**20
     free = shutil.disk_usage(dest).free
@@ -63,6 +71,9 @@ def fake_command(kind: str, dest: Path, images: int, classes: int, size: int, wo
                 n = data_mod.fake_text(str(dest), words=images * 100)
             else:
                 n = data_mod.fake_ratings(str(dest), ratings=images * 100)
+        except fileio.NotRegularFile as exc:
+            raise DnnbenchError(f"writing the fake dataset into {dest} failed: {exc.filename} is {exc.kind}, "
+                                f"not a file dnnbench writes") from None
         except OSError as exc:
             raise DnnbenchError(f"writing the fake dataset into {dest} failed: {exc.strerror or exc}"
                                 f"{' (disk full)' if getattr(exc, 'errno', None) == 28 else ''}") from None

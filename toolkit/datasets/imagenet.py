@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import errno
 import io
-import json
 import os
 import re
 import shutil
@@ -22,7 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dnnbench.console import err, escape, info, progress, warn
+from dnnbench import locks
 from dnnbench.errors import DnnbenchError
+from dnnbench.workloads import fileio
 
 TRAIN_TAR = "ILSVRC2012_img_train.tar"
 VAL_TAR = "ILSVRC2012_img_val.tar"
@@ -53,20 +54,35 @@ def prepare_command(kind: str, src: Path, dest: Path, val_map: Path | None, work
                             "and run `dnnbench data verify DIR --kind coco`")
     if not src.is_dir():
         raise DnnbenchError(f"--from {src} is not a folder (it should hold {TRAIN_TAR} and {VAL_TAR})")
-    if val_map is not None and not val_map.is_file():
-        raise DnnbenchError(f"--val-map {val_map} is not a file")
+    if val_map is not None and not fileio.is_regular(str(val_map)):
+        raise DnnbenchError(f"--val-map {val_map}: {fileio.kind_at(str(val_map))}, not a regular file")
+    _refuse_overlap(src, dest)
     try:
-        dest.mkdir(parents=True, exist_ok=True)
+        fileio.make_dirs(str(dest))
+    except fileio.NotRegularFile as exc:
+        raise DnnbenchError(f"cannot create {dest}: {exc.filename} is {exc.kind}") from None
     except OSError as exc:
         raise DnnbenchError(f"cannot create {dest}: {exc.strerror or exc}") from None
-    if dest.resolve() == src.resolve():
-        raise DnnbenchError("--to must differ from --from: the tars stay where they are, untouched")
+    # everything below rewrites or removes what is in DEST: one `data prepare` or `data fake` at a time
+    with locks.hold(dest, what=f"dataset folder {dest}"):
+        _prepare(src, dest, val_map, workers)
 
+
+def _refuse_overlap(src: Path, dest: Path) -> None:
+    """--from and --to must not overlap (links resolved): DEST's staging is removed, and the
+    tars are only ever read. `--from out/.partial --to out` once deleted the user's tars."""
+    a, b = src.resolve(), dest.resolve()
+    if a == b or a in b.parents or b in a.parents:
+        raise DnnbenchError(f"--from {src} and --to {dest} overlap (one is inside the other): the tars "
+                            f"stay untouched, so extract them into a folder of its own")
+
+
+def _prepare(src: Path, dest: Path, val_map: Path | None, workers: int | None) -> None:
     fingerprint = _fingerprint(src, val_map)
     marker = dest / MARKER
-    if marker.is_file():
+    if fileio.is_regular(str(marker)):
         try:
-            done = json.loads(marker.read_text())
+            done = fileio.read_json(str(marker), max_bytes=1 << 20)
         except (ValueError, RecursionError, OSError):
             done = {}
         if not isinstance(done, dict):   # a marker someone else wrote: prepare again
@@ -83,12 +99,13 @@ def prepare_command(kind: str, src: Path, dest: Path, val_map: Path | None, work
     _check_space(dest, todo, done=len(units) - len(todo))
 
     partial = dest / PARTIAL
-    if partial.exists():
-        shutil.rmtree(partial)        # ours alone: a previous run's half-extracted units
+    if os.path.lexists(partial):
+        _remove_partial(partial, dest)    # ours alone (we hold DEST's lock): half-extracted units
     started = time.monotonic()
     if todo:
         _extract(todo, dest, workers or min(8, os.cpu_count() or 1))
-    shutil.rmtree(partial, ignore_errors=True)
+    if os.path.lexists(partial):
+        _remove_partial(partial, dest)
 
     from dnnbench.workloads import data as data_mod
     found = data_mod.problems(str(dest), "imagenet")
@@ -99,11 +116,22 @@ def prepare_command(kind: str, src: Path, dest: Path, val_map: Path | None, work
               "train_images": sum(len(os.listdir(p)) for p in train_dirs),
               "val_images": sum(len(os.listdir(p)) for p in (dest / "val").iterdir())
               if (dest / "val").is_dir() else 0}
-    marker.write_text(json.dumps({"sources": fingerprint, **counts,
-                                  "prepared": time.strftime("%Y-%m-%dT%H:%M:%S%z")}, indent=1) + "\n")
+    fileio.write_json(str(marker), {"sources": fingerprint, **counts,
+                                    "prepared": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
     info(f"{dest}: {counts['classes']} classes, {counts['train_images']} train and {counts['val_images']} val "
          f"images ({len(todo)} of {len(units)} parts extracted in {time.monotonic() - started:.0f} s; "
          f"{len(units) - len(todo)} were already done)")
+
+
+def _remove_partial(partial: Path, dest: Path) -> None:
+    """DEST/.partial: removed only as a real folder inside DEST (a planted link is unlinked)."""
+    try:
+        if fileio.is_real_dir(str(partial)):
+            fileio.remove_tree(str(partial), str(dest))
+        else:
+            fileio.remove_file(str(partial))
+    except OSError as exc:
+        raise DnnbenchError(f"cannot clear {partial}: {exc.strerror or exc}") from None
 
 
 # --- sources -------------------------------------------------------------------------
@@ -119,7 +147,7 @@ def _fingerprint(src: Path, val_map: Path | None) -> dict:
 
 def _open_index(path: Path) -> tarfile.TarFile:
     try:
-        return tarfile.open(path, "r:")   # uncompressed, as distributed: members are seekable
+        return tarfile.open(fileobj=fileio.open_input(path), mode="r:")   # uncompressed: seekable members
     except tarfile.ReadError as exc:
         raise DnnbenchError(f"{path} is not an uncompressed tar ({exc}); ImageNet's tars are plain .tar: "
                             "check the download (size, md5)") from None
@@ -138,7 +166,7 @@ def _train_units(src: Path) -> list[Unit]:
     """Class tars: inside ILSVRC2012_img_train.tar, or already unpacked from it into --from
     (or --from/train) as nXXXXXXXX.tar files."""
     outer = src / TRAIN_TAR
-    if outer.is_file():
+    if os.path.lexists(outer):
         with _open_index(outer) as tar:
             members = _members(tar, outer)
         units = [Unit(f"train/{Path(m.name).name[:-4]}", outer, m.offset_data, m.size)
@@ -147,6 +175,9 @@ def _train_units(src: Path) -> list[Unit]:
             raise DnnbenchError(f"{outer} holds no per-class nXXXXXXXX.tar files: is it the ILSVRC2012 train tar?")
         return units
     loose = sorted(p for d in (src, src / "train") if d.is_dir() for p in d.glob("n*.tar") if WNID.fullmatch(p.stem))
+    for p in loose:
+        if not p.is_file():     # links followed; a FIFO or device named like a class tar is not read
+            raise DnnbenchError(f"{p} is {fileio.kind_at(str(p.resolve()))}, not a class tar: remove it from --from")
     if loose:
         return [Unit(f"train/{p.stem}", p, 0, p.stat().st_size) for p in loose]
     raise DnnbenchError(f"{src} has no {TRAIN_TAR} (nor nXXXXXXXX.tar class tars): "
@@ -155,7 +186,7 @@ def _train_units(src: Path) -> list[Unit]:
 
 def _val_units(src: Path, val_map: Path | None) -> list[Unit]:
     outer = src / VAL_TAR
-    if not outer.is_file():
+    if not os.path.lexists(outer):
         warn(f"{src} has no {VAL_TAR}: preparing train/ only")
         return []
     labels = _labels_from_map(val_map) if val_map else _labels_from_devkit(src)
@@ -183,7 +214,7 @@ def _labels_from_map(path: Path) -> dict[int, str]:
     """Val image number -> wnid from any file that names both on a line: `NAME WNID` lists,
     Kaggle's LOC_val_solution.csv, or soumith's valprep.sh (`mv NAME WNID/`)."""
     labels = {}
-    with open(path, errors="replace") as fh:
+    with io.TextIOWrapper(fileio.open_input(path), errors="replace") as fh:
         for line in fh:
             number, wnid = VAL_IMAGE.search(line), WNID.search(line)
             if number and wnid:
@@ -206,7 +237,7 @@ def _labels_from_devkit(src: Path) -> dict[int, str]:
         raise DnnbenchError("reading the devkit's meta.mat needs scipy: pip install 'dnnbench[data]' "
                             "(or pass --val-map FILE)") from None
     try:
-        with tarfile.open(devkit) as tar:
+        with tarfile.open(fileobj=fileio.open_input(devkit)) as tar:
             names = {Path(m.name).name: m for m in tar.getmembers() if m.isfile()}
             meta = names.get("meta.mat")
             truth = names.get("ILSVRC2012_validation_ground_truth.txt")
@@ -239,7 +270,7 @@ class _Slice(io.RawIOBase):
     """Bytes [offset, offset + size) of a file, read through its own handle (one per thread)."""
 
     def __init__(self, path: Path, offset: int, size: int):
-        self._fh = open(path, "rb")
+        self._fh = fileio.open_input(path)
         self._fh.seek(offset)
         self._left = size
 
@@ -270,7 +301,7 @@ def _extract_class(unit: Unit, into: Path, advance) -> None:
 
 
 def _extract_val(unit: Unit, into: Path, advance) -> None:
-    with open(unit.tar, "rb") as src:
+    with fileio.open_input(unit.tar) as src:
         for wnid in {w for *_, w in unit.members}:
             (into / wnid).mkdir(parents=True, exist_ok=True)
         for offset, size, name, wnid in unit.members:

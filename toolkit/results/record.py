@@ -53,6 +53,8 @@ def finalize(run_dir: Path, *, plan: dict, outcome, command: str, log_tail: list
         "exit_code": outcome.exit_code, "ended": outcome.ended, "seconds": round(outcome.seconds, 3),
         "command": command, "gpus": plan.get("gpus"), **(host_extra or {}),
     }
+    if plan.get("notes"):
+        data["host"]["notes"] = list(plan["notes"])
     if log_full:
         data["host"]["log_full"] = log_full
     if amend is not None:

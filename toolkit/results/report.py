@@ -181,8 +181,10 @@ def parse_weights(items: list[str]) -> dict[str, float]:
             weights[name] = float(value)
         except ValueError:
             raise DnnbenchError(f"--weight expects JOB=NUMBER, got {item!r}") from None
-        if not sep or not 0 <= weights[name] < math.inf:
-            raise DnnbenchError(f"--weight expects JOB=NUMBER, a finite number >= 0, got {item!r}")
+        from dnnbench.workloads.options import BY_NAME
+        why = BY_NAME["weight"].problem(weights[name]) if sep else "no '='"
+        if why:
+            raise DnnbenchError(f"--weight expects JOB=NUMBER, got {item!r}: {why}")
     return weights
 
 

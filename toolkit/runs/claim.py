@@ -9,23 +9,31 @@ an orphan can never write into the new run's folder.
 
 A claimed folder also holds .reserve, space set aside at the start so that a run whose disk
 fills up can still write its last log line and result.json.
+
+Every file here goes through the file layer: a link or FIFO planted as .lock, .reserve or
+owner.json is refused (one error line), never followed, written through or blocked on. And
+owner.json is data, never trusted: a process group is killed as an orphan only when its leader
+carries this run folder's secret token in its environment (DNNBENCH_RUN_TOKEN, set by the run
+that started it), so a forged owner.json cannot make a run kill an unrelated process.
 """
 from __future__ import annotations
 
 import errno
 import fcntl
-import json
 import os
+import secrets
 import socket
 import time
 from pathlib import Path
 from typing import Callable
 
+from dnnbench import locks
 from dnnbench.errors import DnnbenchError
-from dnnbench.workloads import schema
+from dnnbench.workloads import fileio, schema
 
-LOCK = ".lock"
+LOCK = locks.LOCK
 OWNER = "owner.json"
+TOKEN_ENV = "DNNBENCH_RUN_TOKEN"
 RESERVE = ".reserve"
 RESERVE_BYTES = 256 * 1024
 
@@ -44,7 +52,7 @@ def _owner_text(owner: dict | None) -> str:
 def read_owner(run_dir: Path) -> dict | None:
     """The owner record, or None when there is none or it is not one (a file is data)."""
     try:
-        data = json.loads((run_dir / OWNER).read_text(encoding="utf-8"))
+        data = fileio.read_json(str(run_dir / OWNER), max_bytes=64 * 1024)
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
@@ -55,8 +63,10 @@ class Claim:
 
     def __init__(self, run_dir: Path, fd: int, made: bool):
         self.run_dir, self._fd, self._made = run_dir, fd, made
+        # what proves a process is this run's: it is in the environment of what the run starts
+        self.token = secrets.token_hex(16)
         self.owner = {"pid": os.getpid(), "host": socket.gethostname(),
-                      "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+                      "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "token": self.token}
 
     def record(self, **facts) -> None:
         """Add facts (what the run started) to owner.json; written whole or not at all."""
@@ -65,8 +75,9 @@ class Claim:
 
     def reserve(self) -> None:
         """Set space aside for the last log line and result.json (see free_reserve)."""
-        fd = os.open(self.run_dir / RESERVE, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        fd = fileio.open_fd(str(self.run_dir / RESERVE), os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
         try:
+            os.ftruncate(fd, 0)
             try:
                 os.posix_fallocate(fd, 0, RESERVE_BYTES)
             except OSError as exc:
@@ -78,15 +89,15 @@ class Claim:
 
     def free_reserve(self) -> None:
         try:
-            (self.run_dir / RESERVE).unlink()
-        except FileNotFoundError:
+            fileio.remove_file(str(self.run_dir / RESERVE))
+        except OSError:
             pass
 
     def abandon(self) -> None:
         """Undo a claim that could not be set up: the files it made, the folder if it made it."""
         for name in (RESERVE, OWNER, LOCK):
             try:
-                (self.run_dir / name).unlink()
+                fileio.remove_file(str(self.run_dir / name))
             except OSError:
                 pass
         if self._made:
@@ -106,10 +117,13 @@ class Claim:
 def claim(run_dir: Path, *, run_id: str, say: Callable[[str], None]) -> Claim:
     """Own run_dir for this process, or one `error:` line saying who owns it. A dead owner's
     leftovers (container, process group) are removed first, and `say` names them."""
-    made = not run_dir.exists()
+    made = not os.path.lexists(run_dir)
     try:
-        run_dir.mkdir(parents=True, exist_ok=True)
-        fd = os.open(run_dir / LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fileio.make_dirs(str(run_dir), root=str(run_dir.parent))
+        fd = locks.open_lock(run_dir)
+    except fileio.NotRegularFile as exc:
+        raise DnnbenchError(f"run folder {run_dir}: {exc.filename} is {exc.kind}, not what dnnbench "
+                            f"keeps there: remove it or choose another --run-id") from None
     except OSError as exc:
         raise DnnbenchError(f"results dir {run_dir.parent} is not writable: {why(exc)}") from None
     try:
@@ -123,12 +137,16 @@ def claim(run_dir: Path, *, run_id: str, say: Callable[[str], None]) -> Claim:
         previous = read_owner(run_dir)
         if previous is not None:
             remove_orphans(previous, run_dir, say)
-        if (run_dir / schema.RESULT_FILE).exists():
+        if os.path.lexists(run_dir / schema.RESULT_FILE):
             raise DnnbenchError(f"{run_dir} already holds a result: choose another --run-id")
         held.record(run_id=run_id)
     except DnnbenchError:
         held.release()
         raise
+    except fileio.NotRegularFile as exc:
+        held.release()
+        raise DnnbenchError(f"run folder {run_dir}: {exc.filename} is {exc.kind}, not what dnnbench "
+                            f"keeps there: remove it or choose another --run-id") from None
     except OSError as exc:
         held.abandon()
         raise DnnbenchError(f"results dir {run_dir} is not writable: {why(exc)}") from None
@@ -155,5 +173,5 @@ def remove_orphans(previous: dict, run_dir: Path, say: Callable[[str], None]) ->
             say(f"removed container {name}, left running by a dead run ({who})")
     elif isinstance(previous.get("process"), dict):
         from dnnbench.containers.engines.process import kill_orphan
-        if kill_orphan(previous["process"]):
+        if kill_orphan(previous["process"], previous.get("token")):
             say(f"killed process group {previous['process'].get('pgid')}, left running by a dead run ({who})")

@@ -4,7 +4,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 
 from dnnbench.errors import DnnbenchError
 
@@ -38,10 +37,12 @@ def visible(accelerator: str) -> list[dict] | None:
         return [{"index": str(i), "name": "AMD GPU", "uuid": None} for i in range(len(nodes))]
     if not shutil.which("nvidia-smi"):
         return []
+    from dnnbench import external
+    from dnnbench.errors import DnnbenchError
     try:
-        res = subprocess.run(["nvidia-smi", "--query-gpu=index,name,uuid", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
+        res = external.call(["nvidia-smi", "--query-gpu=index,name,uuid", "--format=csv,noheader"],
+                            what="nvidia-smi", timeout=30)
+    except DnnbenchError:
         return None
     if res.returncode != 0:
         return []

@@ -19,6 +19,7 @@ from dnnbench.runs.options import PROFILERS, RUNTIME_ALIASES, RunOptions, harnes
 from dnnbench.workloads.options import AMP, BY_NAME
 from dnnbench.console import err, info, out, warn
 from dnnbench.errors import DnnbenchError
+from dnnbench.workloads import fileio
 
 EXIT_TIMEOUT = 124
 # harness flags the host sets itself: after `--` they would point the run elsewhere
@@ -60,8 +61,11 @@ def check_options(opts: RunOptions) -> None:
     anything starts; then the options only the host has."""
     import argparse
 
-    from dnnbench.workloads import harness
+    from dnnbench.workloads import harness, options
     from dnnbench.workloads.errors import UsageError
+    refused = options.problems(harness_values(opts))
+    if refused:
+        raise DnnbenchError(refused[0])
     given = lambda value, default: default if value is None else value  # noqa: E731
     counts = argparse.Namespace(batch_size=given(opts.batch_size, 1), number=given(opts.number, 1),
                                 repeat=given(opts.repeat, 1), warmup=given(opts.warmup, 0),
@@ -160,7 +164,7 @@ def run_folder(results: Path, run_id: str, dry_run: bool, run_dir: Path | None =
     if dry_run:
         check_writable(results, "results dir")
         return folder
-    if (folder / "result.json").exists():
+    if os.path.lexists(folder / "result.json"):
         raise DnnbenchError(f"{folder} already holds a result: choose another --run-id")
     return folder
 
@@ -268,8 +272,25 @@ def job_for(plan: plan_mod.RunPlan):
         from dnnbench.containers.engines import apptainer
         exe = apptainer.binary()
         return ProcessJob(plan_mod.apptainer_command(plan, exe)), plan_mod.command_line(plan, exe)
-    env = {**os.environ, **plan_mod.host_env(plan)}
+    env, dropped = clean_env(os.environ)
+    if dropped:
+        warn(escape(f"ignoring {', '.join(sorted(dropped))} from your shell: dnnbench starts torchrun itself "
+                    f"(--nproc, --gpus) and a stale rendezvous would wait for ranks that never come"))
+    env.update(plan_mod.host_env(plan))
     return ProcessJob(plan_mod.pinned(plan, plan.argv), env=env, cwd=plan.workdir), plan_mod.command_line(plan)
+
+
+# torchrun's and torch.distributed's rendezvous variables: a host run inherits the caller's
+# shell, and one left over from another job (or a Slurm step) would make the run wait for ranks
+RENDEZVOUS = ("WORLD_SIZE", "RANK", "LOCAL_RANK", "GROUP_RANK", "ROLE_RANK", "LOCAL_WORLD_SIZE",
+              "ROLE_WORLD_SIZE", "GROUP_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "TORCH_NCCL_ASYNC_ERROR_HANDLING")
+RENDEZVOUS_PREFIXES = ("TORCHELASTIC_", "PET_")
+
+
+def clean_env(environ) -> tuple[dict, list[str]]:
+    """The caller's environment without rendezvous variables, and the names dropped."""
+    dropped = [k for k in environ if k in RENDEZVOUS or k.startswith(RENDEZVOUS_PREFIXES)]
+    return {k: v for k, v in environ.items() if k not in dropped}, dropped
 
 
 def execute(plan: plan_mod.RunPlan, *, quiet: bool = False):
@@ -284,16 +305,24 @@ def execute(plan: plan_mod.RunPlan, *, quiet: bool = False):
     job, command = job_for(plan)
     with caught() as stop:   # before anything exists, so no signal can land between two steps
         owned = claim_mod.claim(run_dir, run_id=plan.run_id, say=lambda m: warn(escape(m)))
+        if hasattr(job, "env"):     # what proves the process is this run's, should it outlive us
+            job.env = {**(job.env if job.env is not None else os.environ), claim_mod.TOKEN_ENV: owned.token}
         try:
             try:
                 owned.record(runtime=plan.runtime, **(getattr(job, "identity", None) or {}))
                 plan.save(run_dir / "plan.json")
-                (run_dir / "log.txt").write_text(f"$ {command}\n", encoding="utf-8")
+                fileio.write_atomic_text(str(run_dir / "log.txt"), f"$ {command}\n")
                 owned.reserve()
             except OSError as exc:
                 for name in ("plan.json", "log.txt"):
-                    (run_dir / name).unlink(missing_ok=True)
+                    try:
+                        fileio.remove_file(str(run_dir / name))
+                    except OSError:
+                        pass
                 owned.abandon()
+                if isinstance(exc, fileio.NotRegularFile):
+                    raise DnnbenchError(f"run folder {run_dir}: {exc.filename} is {exc.kind}, not what "
+                                        f"dnnbench keeps there: remove it or choose another --run-id") from None
                 raise DnnbenchError(f"results dir {run_dir} is not writable: {claim_mod.why(exc)}") from None
             return _supervised(plan, job, command, owned, stop, quiet)
         finally:
@@ -368,7 +397,7 @@ def _supervised(plan, job, command, owned, stop, quiet):
 def _append(path: Path, text: str) -> None:
     """One more line in the log, if the disk lets us."""
     try:
-        with open(path, "a", encoding="utf-8") as log:
+        with fileio.open_append(str(path)) as log:
             log.write(text)
     except OSError:
         pass

@@ -49,6 +49,7 @@ class RunPlan:
     profile: str | None = None        # the profiler wrapping the run, whose output is summarized after
     entrypoint: list[str] = field(default_factory=list)   # the base's own (NGC's checks), run before argv
     manifest: dict = field(default_factory=dict)  # the host's reproducibility facts (image digest, commit)
+    notes: list[str] = field(default_factory=list)  # what the engine would not grant, said in the result
 
     def to_dict(self) -> dict:
         return asdict(self)

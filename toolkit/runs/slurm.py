@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dnnbench import __version__, names
+from dnnbench import __version__, external, names
 from dnnbench.runs import plan as plan_mod
 from dnnbench.runs import launch as run_mod
 from dnnbench.console import err, info, out
@@ -196,7 +196,7 @@ def slurm_command(o: SlurmOptions, dry_run: bool) -> int:
 
 
 def _sbatch(script: Path, *extra: str) -> str:
-    res = subprocess.run(["sbatch", "--parsable", *extra, str(script)], capture_output=True, text=True)
+    res = external.call(["sbatch", "--parsable", *extra, str(script)], what="sbatch", timeout=SLURM_S)
     if res.returncode != 0:
         raise DnnbenchError(f"sbatch refused {script}: {(res.stderr or res.stdout).strip()}")
     return res.stdout.strip().split(";")[0]
@@ -255,12 +255,23 @@ def _submit_and_wait(o: SlurmOptions, script: Path, run_dir: Path, run_id: str) 
     return code if code else (0 if data.get("status") == "ok" else 1)
 
 
+SLURM_S = 60          # seconds sbatch, squeue or scancel may take before slurmctld counts as wedged
 CANCEL_GRACE = 30.0   # seconds the job has after SIGINT to write its partial result
+
+
+def _scancel(*args: str) -> None:
+    try:
+        external.call(["scancel", *args], what="scancel", timeout=SLURM_S)
+    except DnnbenchError as exc:
+        info(str(exc))
 
 
 def _job_ended(job: str) -> bool:
     """No longer in squeue (pending, running or completing)."""
-    res = subprocess.run(["squeue", "-h", "-j", job, "-o", "%T"], capture_output=True, text=True)
+    try:
+        res = external.call(["squeue", "-h", "-j", job, "-o", "%T"], what="squeue", timeout=SLURM_S)
+    except DnnbenchError:
+        return False      # slurmctld did not answer: ask again, within the caller's bound
     return res.returncode != 0 or not res.stdout.strip()
 
 
@@ -283,10 +294,10 @@ def _cancel(job: str, stop, follow) -> None:
     seen = stop.count
     info(f"interrupted: SIGINT sent to job {job}, which has {CANCEL_GRACE:.0f}s to write its result "
          f"(Ctrl-C again cancels it now)")
-    subprocess.run(["scancel", "--signal=INT", "--full", job], check=False, capture_output=True)
+    _scancel("--signal=INT", "--full", job)
     if _wait_for_end(job, CANCEL_GRACE, stop, seen, follow):
         return
     info(f"cancelling job {job}")
-    subprocess.run(["scancel", job], check=False, capture_output=True)
+    _scancel(job)
     if not _wait_for_end(job, 120.0, stop, stop.count, follow):
         info(f"job {job} is still in the queue after scancel: `squeue -j {job}` shows it")

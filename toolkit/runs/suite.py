@@ -10,8 +10,10 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from dnnbench import locks
 from dnnbench.errors import DnnbenchError, EngineUnavailable
 from dnnbench.runs.suite_schema import OPTION_NAMES
+from dnnbench.workloads import fileio
 
 FINAL = {"ok", "nan", "oom", "error", "timeout"}   # an interrupted run is redone on --resume
 
@@ -96,12 +98,21 @@ def load(path: Path) -> Suite:
     return Suite(name=suite_name, path=path, runs=runs)
 
 
+UNREADABLE = "unreadable"   # a result is there but cannot be read now: kept, never redone over
+
+
 def _status(run_dir: Path) -> str | None:
+    """The run's status; None when it left no result at all; UNREADABLE when a result is there
+    that this dnnbench cannot read (a newer schema, a file being written, damage). A result
+    that cannot be read is never a reason to delete: only a provably unfinished run is redone."""
     from dnnbench.workloads import schema
-    try:
-        return schema.read(str(run_dir / schema.RESULT_FILE))["status"]
-    except (OSError, ValueError):
+    path = run_dir / schema.RESULT_FILE
+    if not os.path.lexists(path):
         return None
+    try:
+        return schema.read(str(path))["status"]
+    except (OSError, ValueError):
+        return UNREADABLE
 
 
 def _options(run: Run, *, results: Path, run_id: str, overrides: dict, gpus: str | None,
@@ -203,25 +214,84 @@ def _execute_one(run: Run, suite_dir: Path, overrides: dict) -> tuple[str, int]:
 
 def suite_command(path: Path, *, only: list[str], resume: bool, results: Path, overrides: dict,
                 dry_run: bool) -> int:
-    from rich.progress import MofNCompleteColumn, TimeElapsedColumn
-
     from dnnbench import names
-    from dnnbench.console import escape, info, progress
     suite = load(path)
     runs = [r for r in suite.runs if not only or any(fnmatch.fnmatchcase(r.job, g) for g in only)]
     if not runs:
         raise DnnbenchError(f"--only {' '.join(only)} matches no job; jobs: "
                             + ", ".join(sorted({r.job for r in suite.runs})))
     suite_dir = names.inside(results, results / suite.name, "suite folder")
+    _preflight(runs, suite_dir, overrides, engines=not dry_run)
     if dry_run:
         for r in runs:
             print(f"{r.run_id}\t{r.workload}\tbatch={r.batch_size or 'default'}\tamp={r.amp}"
                   f"\tgpus={r.spec.get('gpus') or '-'}\tparallel={r.spec.get('parallel') or '-'}")
         return 0
-    done = {r.run_id for r in runs if _status(suite_dir / r.run_id) in FINAL}
+    try:
+        fileio.make_dirs(str(suite_dir), root=str(results))
+    except OSError as exc:
+        raise DnnbenchError(f"cannot create {suite_dir}: {exc.strerror or exc}") from None
+    # one `suite run` per suite folder: a second --resume must not redo (and remove) the run the
+    # first is in the middle of
+    with locks.hold(suite_dir, what=f"suite folder {suite_dir}"):
+        return _run_suite(path, suite, runs, suite_dir, resume, overrides)
+
+
+def _preflight(runs: list, suite_dir: Path, overrides: dict, engines: bool = True) -> None:
+    """Everything the suite will need, checked before its first job starts: every run's options
+    (the one validation table), workload, data, runtime, GPUs syntax and base, as `run
+    --dry-run` checks them; then each runtime's engine once. A bad job n fails the suite with one
+    line naming it, before job 1 has run."""
+    from dnnbench.runs.launch import build_plan
+    runtimes = set()
+    for r in runs:
+        opts = _options(r, results=suite_dir, run_id=r.run_id, overrides=overrides, gpus=r.spec.get("gpus"))
+        opts.dry_run = True
+        opts.run_dir = None
+        try:
+            plan = build_plan(opts)
+        except DnnbenchError as exc:
+            raise DnnbenchError(f"job {r.job} ({r.run_id}): {exc}") from None
+        runtimes.add(plan.runtime)
+    if engines and "docker" in runtimes:
+        from dnnbench.containers.engines import docker
+        docker.client()
+    if engines and "singularity" in runtimes:
+        from dnnbench.containers.engines import apptainer
+        apptainer.binary()
+
+
+def _remove_unfinished(run_dir: Path, suite_dir: Path) -> bool:
+    """Remove a run folder that provably holds no finished result, under its own lock (a live
+    `dnnbench run` of it holds that lock); False (kept) when it cannot be proved."""
+    if not fileio.is_real_dir(str(run_dir)):
+        return not os.path.lexists(run_dir)
+    if _status(run_dir) not in (None, "interrupted", "running"):
+        return False
+    try:
+        held = locks.hold(run_dir, what=f"run folder {run_dir}")
+    except DnnbenchError:
+        return False
+    try:
+        fileio.remove_tree(str(run_dir), str(suite_dir))
+    finally:
+        held.release()
+    return True
+
+
+def _run_suite(path: Path, suite: Suite, runs: list, suite_dir: Path, resume: bool, overrides: dict) -> int:
+    from rich.progress import MofNCompleteColumn, TimeElapsedColumn
+
+    from dnnbench import names
+    from dnnbench.console import escape, info, progress, warn
+    status_of = {r.run_id: _status(suite_dir / r.run_id) for r in runs}
+    done = {rid for rid, st in status_of.items() if st in FINAL or st == UNREADABLE}
     if done and not resume:
         raise DnnbenchError(f"{suite_dir} already holds {len(done)} finished runs of this suite: pass --resume "
                             f"to go on where it stopped, or --results elsewhere")
+    for rid in sorted(rid for rid, st in status_of.items() if st == UNREADABLE):
+        warn(f"{suite_dir / rid} holds a result this dnnbench cannot read (newer schema or damaged): kept "
+             f"as it is, not run again")
     todo = [r for r in runs if r.run_id not in done]
     info(f"suite {suite.name}: {len(runs)} runs, {len(done)} already done, {len(todo)} to go; results in {suite_dir}")
     failures = 0
@@ -230,9 +300,11 @@ def suite_command(path: Path, *, only: list[str], resume: bool, results: Path, o
         for r in todo:
             bar.update(task, description=escape(f"{suite.name}: {r.run_id}"))
             partial = names.inside(suite_dir, suite_dir / r.run_id, "run folder")
-            if partial.is_dir() and not partial.is_symlink() and _status(partial) not in FINAL:
-                import shutil
-                shutil.rmtree(partial)   # a run cut off mid-way starts again
+            if os.path.lexists(partial) and not _remove_unfinished(partial, suite_dir):
+                warn(f"{partial} could not be cleared (in use, or not provably unfinished): kept, run skipped")
+                failures += 1
+                bar.advance(task)
+                continue
             try:
                 status, _ = _execute_one(r, suite_dir, overrides)
             except EngineUnavailable:

@@ -35,15 +35,14 @@ STRICT = ConfigDict(extra="forbid", strict=True)
 
 
 def _option_field(o):
-    """A harness option as a pydantic field: its kind, its choices; numbers finite and >= 0."""
+    """A harness option as a pydantic field: its kind, its choices, its range from the table."""
     if o.choices:
         kind = Literal[tuple(o.choices)]
     elif o.kind is bool:
         kind = bool
-    elif o.kind is int:
-        kind = _int(0)
-    elif o.kind is float:
-        kind = _float(0)
+    elif o.kind in (int, float):
+        kind = Annotated[o.kind, Field(ge=o.low, le=o.high, gt=o.above,
+                                       **({"allow_inf_nan": False} if o.kind is float else {}))]
     else:
         kind = str
     return (Optional[kind], None)

@@ -11,6 +11,7 @@ engine calls.
 from __future__ import annotations
 
 import errno
+import os
 import threading
 import time
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Callable, Iterator, Protocol
 
 from dnnbench.runs.interrupts import Interrupts
+from dnnbench.workloads import fileio
 
 KILL_GRACE = 10.0   # seconds between SIGTERM and SIGKILL
 
@@ -52,13 +54,13 @@ class RunLog:
         self._fh = None
         self._lock = threading.Lock()
         try:
-            self._fh = open(path, "a", encoding="utf-8", errors="replace")
+            self._fh = fileio.open_append(str(path))
         except OSError as exc:
             self._fail(exc)
 
     def _fail(self, exc: OSError) -> None:
         if self.failed is None:
-            where = self.path.stat().st_size if self.path.exists() else 0
+            where = os.lstat(self.path).st_size if os.path.lexists(self.path) else 0
             why = "no space left on device" if exc.errno == errno.ENOSPC else (exc.strerror or str(exc))
             self.failed = f"{why} writing {self.path} (it stops at byte {where})"
 

@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Callable
 
 from dnnbench.errors import DnnbenchError, EngineUnavailable
+from dnnbench import external
+from dnnbench.workloads import fileio
 
 HINT_MISSING = ("neither apptainer nor singularity is on PATH; install Apptainer "
                 "(`sudo bash scripts/setup-engines.sh` on Debian) or load its module on your cluster")
@@ -47,7 +49,7 @@ def _stream(cmd: list[str], log_path: Path, on_line: Callable[[str], None], env:
         cmd = ["env"] + [f"{k}={v}" for k, v in env.items()] + cmd
     old_cwd = os.getcwd()
     tail: list[str] = []
-    with open(log_path, "w", encoding="utf-8") as log:
+    with fileio.open_write(str(log_path)) as log:    # a planted link is refused, not written through
         log.write("$ " + " ".join(cmd) + "\n")
         try:
             if cwd:
@@ -95,12 +97,39 @@ def pull(uri: str, sif: Path, *, log_path: Path, force: bool = False, env: dict 
     return sif
 
 
+INSPECT_S = 60
+
+
+def regular_sif(path) -> Path:
+    """A .sif to run: a regular file (links followed) that apptainer can read as an image; one
+    error line otherwise. A FIFO, a device or a junk file never reaches `apptainer exec`."""
+    path = Path(path).expanduser()
+    if not path.exists():
+        raise DnnbenchError(f"{path} does not exist (`dnnbench images` lists the .sif files built here)")
+    if not path.is_file():
+        raise DnnbenchError(f"{path} is {fileio.kind_at(str(path.resolve()))}, not a .sif image file")
+    try:
+        with fileio.open_input(path) as fh:
+            head = fh.read(256)
+    except OSError as exc:
+        raise DnnbenchError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if b"SIF_MAGIC" not in head and not head.startswith(b"#!"):
+        raise DnnbenchError(f"{path} is not a SIF image (no SIF header): rebuild or pull it")
+    return path
+
+
 def labels(sif: Path) -> dict:
     """The %labels of a .sif ({} when it cannot be read)."""
     exe = binary(required=False)
     if not exe:
         return {}
-    out = subprocess.run([exe, "inspect", "--labels", "--json", str(sif)], capture_output=True, text=True)
+    if not os.path.isfile(sif):      # a FIFO or device handed to `apptainer inspect` blocks it for good
+        return {}
+    try:
+        out = external.call([exe, "inspect", "--labels", "--json", str(sif)], what=f"apptainer inspect {sif}",
+                            timeout=INSPECT_S)
+    except DnnbenchError:
+        return {}
     if out.returncode != 0:
         return {}
     try:

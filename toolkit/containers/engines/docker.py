@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from dnnbench.errors import DnnbenchError, EngineUnavailable
+from dnnbench.workloads import fileio
 
 HINT_DAEMON = ("cannot reach the Docker engine ({why}); start it (`systemctl start docker`, "
                "or `sudo bash scripts/setup-engines.sh` on Debian) or set DOCKER_HOST")
@@ -31,20 +32,36 @@ def _denied(exc: BaseException) -> bool:
     return False
 
 
-def client():
-    """A docker client, or a clear error if the daemon cannot be reached."""
+# Every API call has a time limit: control calls (ping, inspect, create, start, kill, remove)
+# answer in milliseconds, so a daemon silent for CONTROL_S is wedged, and the command ends with
+# one line saying so. Streams that may rightly be quiet for long (build output, a run's logs)
+# use their own client with STREAM_S.
+CONTROL_S = 30
+STREAM_S = 24 * 3600
+
+
+def client(timeout: float = CONTROL_S):
+    """A docker client, or a clear error if the daemon cannot be reached or does not answer."""
     import os
+    where = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
     try:
         import docker
-        c = docker.from_env(timeout=600)
-        c.ping()
+        c = docker.from_env(timeout=timeout)
+        if timeout > CONTROL_S:
+            c.api.timeout = CONTROL_S      # the ping is a control call
+            c.ping()
+            c.api.timeout = timeout
+        else:
+            c.ping()
         return c
     except DnnbenchError:
         raise
     except Exception as exc:  # DockerException wraps connection errors in many shapes
         if _denied(exc):
-            where = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
             raise EngineUnavailable(HINT_PERMISSION.format(where=where)) from None
+        if "timed out" in str(exc).lower() or "timeout" in type(exc).__name__.lower():
+            raise EngineUnavailable(f"the Docker daemon at {where} did not answer in {CONTROL_S} s: it is "
+                                    f"running but wedged (restart it: systemctl restart docker)") from None
         why = str(exc).split("\n")[0]
         why = re.sub(r"\(.*$", "", why).strip() or type(exc).__name__
         raise EngineUnavailable(HINT_DAEMON.format(why=why)) from None
@@ -94,10 +111,10 @@ def build(context_dir: Path, *, tag: str, base_image: str, nocache: bool = False
           on_step: Callable[[str], None] = lambda s: None,
           on_pull: Callable[[dict], None] = lambda c: None) -> str:
     """Build context_dir/Dockerfile as `tag`; every chunk goes to log_path. Returns the image id."""
-    api = client().api
+    api = client(STREAM_S).api     # a build step may be quiet for minutes
     log_path.parent.mkdir(parents=True, exist_ok=True)
     image_id = None
-    with open(log_path, "w", encoding="utf-8") as log:
+    with fileio.open_write(str(log_path)) as log:    # a planted link is refused, not written through
         stream = api.build(path=str(context_dir), dockerfile="Dockerfile", tag=tag, rm=True, forcerm=True,
                            nocache=nocache, pull=pull, buildargs=buildargs or None, decode=True)
         try:
@@ -229,11 +246,32 @@ class ContainerJob:
         try:
             self.api.start(self.name)
         except docker.errors.APIError as exc:
-            raise DnnbenchError(f"docker could not start the run: {explain_run_error(str(exc.explanation or exc))}") from None
+            message = str(exc.explanation or exc)
+            if "rlimit" in message and "memlock" in self.plan.ulimits and not self.plan.notes:
+                self._lower_memlock()
+                return self.start()
+            raise DnnbenchError(f"docker could not start the run: {explain_run_error(message)}") from None
+
+    def _lower_memlock(self) -> None:
+        """NGC asks for memlock=-1; a daemon whose own limit is lower (rootless Docker, many
+        VMs) cannot grant it and the start fails. Run with the most the daemon can give, say so
+        once, and note it in the result."""
+        remove_owned(self.api, self.name, self.owner)
+        self.container = None
+        wanted = self.plan.ulimits.pop("memlock")
+        granted = daemon_memlock()
+        if granted is not None:
+            self.plan.ulimits["memlock"] = granted
+        note = (f"memlock {wanted} was not granted by the Docker daemon (its own limit is lower); ran with "
+                f"{'memlock ' + str(granted) if granted is not None else 'the daemon default'}")
+        self.plan.notes.append(note)
+        from dnnbench.console import warn
+        warn(note)
 
     def lines(self):
         pending = b""
-        for chunk in self.api.logs(self.name, stream=True, follow=True, stdout=True, stderr=True):
+        stream = client(STREAM_S).api     # a run may print nothing for a long time
+        for chunk in stream.logs(self.name, stream=True, follow=True, stdout=True, stderr=True):
             pending += chunk
             *done, pending = pending.split(b"\n")
             for raw in done:
@@ -253,9 +291,12 @@ class ContainerJob:
 
     def _signal(self, sig: str) -> None:
         import docker
+        import requests
         try:
             self.api.kill(self.name, signal=sig)
         except docker.errors.APIError:   # NotFound, or not running any more
+            pass
+        except requests.exceptions.RequestException:   # a wedged daemon: the next step escalates
             pass
 
     def interrupt(self) -> None:
@@ -274,20 +315,38 @@ class ContainerJob:
         remove_owned(self.api, self.name, self.owner)
 
 
+def daemon_memlock() -> int | None:
+    """The local dockerd's own hard RLIMIT_MEMLOCK in bytes (what its containers may get at
+    most), or None when it cannot be read (a remote or rootless daemon)."""
+    try:
+        pid = int(fileio.read_text("/var/run/docker.pid", max_bytes=64).strip())
+        for line in fileio.read_text(f"/proc/{pid}/limits", max_bytes=16384).splitlines():
+            if line.startswith("Max locked memory"):
+                hard = line.split()[4]
+                return None if hard == "unlimited" else int(hard)
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
 def remove_owned(api, name: str, owner: str | None = None, run_dir: str | None = None) -> bool:
     """Force-remove container `name` if it is the one `owner` made, or (for a dead owner's
     orphan) one whose /results mount is `run_dir`. True if one was removed."""
     import docker
+    import requests
     for attempt in range(30):
         try:
             info = api.inspect_container(name)
         except docker.errors.NotFound:
             return attempt > 0
-        except docker.errors.APIError:
+        except (docker.errors.APIError, requests.exceptions.RequestException):
             return False
         labels = (info.get("Config") or {}).get("Labels") or {}
         sources = {m.get("Source") for m in info.get("Mounts") or []}
-        if not ((owner and labels.get(OWNER_LABEL) == owner) or (run_dir and run_dir in sources)):
+        # a dead owner's record is data: its container is removed only if it also mounts this
+        # very run folder, so a forged owner.json cannot name somebody else's container
+        labelled = bool(owner) and labels.get(OWNER_LABEL) == owner
+        if not (labelled and (run_dir is None or run_dir in sources)):
             return False
         try:
             api.remove_container(name, force=True)
@@ -296,6 +355,8 @@ def remove_owned(api, name: str, owner: str | None = None, run_dir: str | None =
             return True
         except docker.errors.APIError:   # 409: a removal already in progress; wait for it
             time.sleep(1.0)
+        except requests.exceptions.RequestException:
+            return False
     return False
 
 

@@ -23,10 +23,28 @@ def process_start(pid: int) -> str | None:
         return None
 
 
-def kill_orphan(identity: dict) -> bool:
-    """SIGKILL a dead owner's process group if its leader is still the same process."""
+def carries(pid: int, name: str, value: str) -> bool:
+    """Whether process `pid` was started with NAME=value in its environment (bounded read)."""
+    try:
+        fd = os.open(f"/proc/{pid}/environ", os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            data = os.read(fd, 1 << 20)
+        finally:
+            os.close(fd)
+    except OSError:
+        return False
+    return f"{name}={value}".encode() in data.split(b"\0")
+
+
+def kill_orphan(identity: dict, token: str | None) -> bool:
+    """SIGKILL a dead owner's process group, only if its leader is still the same process and
+    carries the run's token in its environment: an owner record is data, and a forged one
+    naming an unrelated process group must not get it killed."""
+    from dnnbench.runs.claim import TOKEN_ENV
     pgid, start = identity.get("pgid"), identity.get("start")
     if not isinstance(pgid, int) or pgid <= 1 or start is None or process_start(pgid) != start:
+        return False
+    if not isinstance(token, str) or len(token) < 16 or not carries(pgid, TOKEN_ENV, token):
         return False
     try:
         os.killpg(pgid, signal.SIGKILL)
