@@ -37,7 +37,9 @@ def cli_inprocess(*args, env=None):
     from contextlib import redirect_stderr, redirect_stdout
 
     from dnnbench.cli import main
+    import signal
     saved_argv, saved_env = sys.argv, dict(os.environ)
+    saved_signals = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGHUP)}
     sys.argv = ["dnnbench", *map(str, args)]
     os.environ.update({"COLUMNS": "200", **(env or {})})
     out, err = io.StringIO(), io.StringIO()
@@ -51,4 +53,6 @@ def cli_inprocess(*args, env=None):
         sys.argv = saved_argv
         os.environ.clear()
         os.environ.update(saved_env)
+        for sig, handler in saved_signals.items():
+            signal.signal(sig, handler)
     return code, out.getvalue(), err.getvalue()

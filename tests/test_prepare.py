@@ -114,8 +114,15 @@ def test_mistakes_get_one_clear_line(tmp_path):
     one_line_error(dnnbench("data", "prepare", "imagenet", "--from", src, "--to", dst, "--val-map", partial_map),
                    "7 of 8 images", "have no label")
     one_line_error(dnnbench("data", "prepare", "imagenet", "--from", src, "--to", dst, "--val-map", tmp_path / "no.txt"),
-                   "--val-map", "is not a file")
-    one_line_error(dnnbench("data", "prepare", "imagenet", "--from", src, "--to", src), "--to must differ")
+                   "--val-map", "missing, not a regular file")
+    one_line_error(dnnbench("data", "prepare", "imagenet", "--from", src, "--to", src), "overlap")
+    # --from inside --to, --to inside --from, and through a link: the staging folder is removed,
+    # so an overlap once deleted the user's tars
+    (tmp_path / "link").symlink_to(src)
+    (src / ".partial").mkdir()
+    for a, b in ((src, src / "out"), (src / ".partial", src), (src, tmp_path / "link" / "out")):
+        one_line_error(dnnbench("data", "prepare", "imagenet", "--from", a, "--to", b), "overlap")
+    assert not (src / "out").exists() and (src / ".partial").is_dir()   # nothing made, nothing removed
     empty = tmp_path / "empty"
     empty.mkdir()
     one_line_error(dnnbench("data", "prepare", "imagenet", "--from", empty, "--to", dst), "no ILSVRC2012_img_train.tar")

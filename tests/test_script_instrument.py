@@ -92,3 +92,82 @@ def test_too_few_steps_and_bad_counts(tmp_path):
     assert res.returncode == instrument.EXIT_USAGE and "--number" in res.stderr
     res, _ = _instrument(tmp_path, "missing.py")
     assert res.returncode == instrument.EXIT_USAGE and "not a readable regular file" in res.stderr
+
+
+# --- through `dnnbench run --script`, on every runtime ------------------------------------------
+
+from tests.helpers import dnnbench  # noqa: E402
+
+TIMING = ["--warmup", "1", "--number", "2", "--repeat", "3"]
+
+
+def _run_result(tmp_path, run_id):
+    return json.loads((tmp_path / run_id / "result.json").read_text())
+
+
+def test_run_script_on_the_host_runtime(tmp_path):
+    res = dnnbench("run", "--script", SCRIPTS / "plain_loop.py", "--runtime", "host", "--results", tmp_path,
+                   "--run-id", "s1", "--unit", "samples", *TIMING)
+    assert res.returncode == 0, res.stderr[-3000:]
+    data = _run_result(tmp_path, "s1")
+    assert data["status"] == "ok" and data["workload"] == "script-plain_loop" and data["unit"] == "samples/s"
+    assert data["script"]["path"].endswith("plain_loop.py") and data["host"]["runtime"] == "host"
+    assert len(data["windows"]) == 3 and "done" not in (tmp_path / "s1" / "log.txt").read_text()
+
+
+def test_run_script_with_two_processes_on_the_cpu(tmp_path):
+    res = dnnbench("run", "--script", SCRIPTS / "ddp.py", "--runtime", "host", "--nproc", "2",
+                   "--results", tmp_path, "--run-id", "s2", *TIMING)
+    assert res.returncode == 0, res.stderr[-3000:]
+    data = _run_result(tmp_path, "s2")
+    assert data["world_size"] == 2 and sorted(r["rank"] for r in data["ranks"]) == [0, 1]
+
+
+def test_run_script_failures_are_one_line_each(tmp_path):
+    res = dnnbench("run", "--script", SCRIPTS / "crash.py", "--runtime", "host", "--results", tmp_path,
+                   "--run-id", "s3", *TIMING)
+    assert res.returncode == 1 and _run_result(tmp_path, "s3")["status"] == "error"
+    assert "ran out of coffee" in (tmp_path / "s3" / "log.txt").read_text()
+    for argv, fragment in ((["--script", tmp_path / "missing.py"], "missing"),
+                           (["--script", tmp_path], "main.py or train.py"),
+                           (["resnet18", "--script", SCRIPTS / "crash.py"], None),
+                           (["--script", SCRIPTS / "crash.py", "--amp", "bf16"], "--amp")):
+        res = dnnbench("run", *argv, "--runtime", "host", "--results", tmp_path / "x", "--dry-run")
+        if fragment is None:        # a positional word with --script is the script's own argument
+            assert res.returncode == 0, res.stderr
+            continue
+        assert res.returncode == 2 and res.stderr.count("error:") == 1 and fragment in res.stderr, res.stderr
+        assert "Traceback" not in res.stderr
+
+
+def test_script_and_built_in_workload_agree_on_the_same_data(tmp_path, fake_imagenet):
+    """The same step (resnet18, batch 4, the same fake ImageNet, 2 workers) timed by the harness
+    and by the instrumentation of a script: the same kind of figure (within what load can do)."""
+    common = ["--runtime", "host", "--results", tmp_path, "--data", fake_imagenet, "--warmup", "2",
+              "--number", "3", "--repeat", "2"]
+    a = dnnbench("run", "resnet18", "--batch-size", "4", "--workers", "2", "--run-id", "builtin", *common)
+    b = dnnbench("run", "--script", SCRIPTS / "imagenet_like.py", "--unit", "images", "--run-id", "script",
+                 *common, "--", "-b", "4", "-j", "2")
+    assert a.returncode == 0 and b.returncode == 0, a.stderr[-2000:] + b.stderr[-2000:]
+    builtin, script = _run_result(tmp_path, "builtin"), _run_result(tmp_path, "script")
+    assert [w["items"] for w in script["windows"]] == [w["items"] for w in builtin["windows"]] == [12, 12]
+    ratio = script["throughput"]["total"]["value"] / builtin["throughput"]["total"]["value"]
+    assert 0.25 < ratio < 4, ratio
+
+
+@pytest.mark.engine
+def test_run_script_in_the_docker_image(built_image, tmp_path):
+    res = dnnbench("run", "--script", SCRIPTS / "amp_scaler.py", "--image", built_image, "--results", tmp_path,
+                   "--run-id", "d1", *TIMING, "--", "--epochs", "3", "-b", "4")
+    assert res.returncode == 0, res.stderr[-3000:]
+    data = _run_result(tmp_path, "d1")
+    assert data["status"] == "ok" and data["script"]["path"] == "/script/amp_scaler.py"
+    assert [w["items"] for w in data["windows"]] == [8, 8, 8]
+
+
+@pytest.mark.engine
+def test_run_script_under_apptainer(built_sif, tmp_path):
+    res = dnnbench("run", "--script", SCRIPTS / "plain_loop.py", "--runtime", "singularity", "--image", built_sif,
+                   "--results", tmp_path, "--run-id", "a1", *TIMING)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert _run_result(tmp_path, "a1")["status"] == "ok"

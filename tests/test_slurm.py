@@ -60,7 +60,7 @@ def test_script_for_cpu_on_the_nodes_python(tmp_path):
     (["--sbatch-arg", "qos=high"], ["--sbatch-arg=--qos=high"]),
     (["--env", "NOVALUE"], ["--env 'NOVALUE'"]),
     (["--image", "/nope.sif"], ["no such .sif"]),
-    (["--nodes", "0"], ["--nodes must be at least 1"]),
+    (["--nodes", "0"], ["--nodes", "must be between 1 and"]),
 ])
 def test_mistakes_get_one_line(args, fragments, tmp_path):
     one_line_error(dnnbench("slurm", "resnet18", "--results", tmp_path, *args), *fragments)

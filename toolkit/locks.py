@@ -1,11 +1,12 @@
 """Locks before anything is rewritten or removed.
 
 Every command that removes or rewrites a folder dnnbench manages (a run folder, a dataset
-folder, a suite's results) first holds that folder's exclusive flock on FOLDER/.lock. The
+folder, a suite's results) first holds that folder's exclusive flock: on the folder itself,
+or for a run folder on RUN/.lock, the lock its owning run holds for its whole life. The
 kernel drops it when the holder dies, however it dies, so a lock is never stale and never needs
-to be broken by hand. The lock file is opened through the file layer: a planted link or FIFO
-named .lock is refused, never followed or blocked on. The holder writes who it is into the lock
-file, only so that a refused second command can say whom it waits for.
+to be broken by hand. A lock file is opened through the file layer: a planted link or FIFO
+named .lock is refused, never followed or blocked on; its holder writes who it is into it, only
+so that a refused second command can say whom it waits for.
 """
 from __future__ import annotations
 
@@ -62,14 +63,23 @@ def open_lock(folder: Path) -> int:
     return fileio.open_fd(str(folder / LOCK), os.O_RDWR | os.O_CREAT)
 
 
-def hold(folder: Path, *, what: str, wait_s: float = 0.0) -> FolderLock:
-    """Hold folder's lock, or one `error:` line naming `what` and its holder. `folder` must
-    exist. With wait_s, wait that long for a holder to finish first."""
+def _open_folder(folder: Path) -> int:
+    """The folder itself as the lock: nothing is written into a dataset or suite folder (a
+    finished `data prepare` rerun stays a true no-op). A link is refused."""
+    if not fileio.is_real_dir(str(folder)):
+        raise fileio.NotRegularFile(str(folder), fileio.kind_at(str(folder)), "a folder")
+    return os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+
+
+def hold(folder: Path, *, what: str, wait_s: float = 0.0, in_file: bool = False) -> FolderLock:
+    """Hold folder's lock, or one `error:` line naming `what` (and its holder when known).
+    `folder` must exist. The lock is the folder itself, or with in_file its .lock file (a run
+    folder's, the one its owning run holds). With wait_s, wait that long for a holder first."""
     try:
-        fd = open_lock(folder)
+        fd = open_lock(folder) if in_file else _open_folder(folder)
     except fileio.NotRegularFile as exc:
-        raise DnnbenchError(f"{folder / LOCK} is {exc.kind}, not a lock file dnnbench made: "
-                            f"remove it") from None
+        raise DnnbenchError(f"{exc.filename} is {exc.kind}, not what dnnbench locks: remove it or "
+                            f"choose another folder") from None
     except OSError as exc:
         raise DnnbenchError(f"cannot lock {folder}: {why(exc)}") from None
     deadline = time.monotonic() + wait_s
@@ -80,9 +90,11 @@ def hold(folder: Path, *, what: str, wait_s: float = 0.0) -> FolderLock:
         except OSError:
             if time.monotonic() >= deadline:
                 os.close(fd)
-                raise DnnbenchError(f"{what} is in use ({holder_text(folder)}): wait for it to "
-                                    f"finish") from None
+                who = f" ({holder_text(folder)})" if in_file else " by another dnnbench"
+                raise DnnbenchError(f"{what} is in use{who}: wait for it to finish") from None
             time.sleep(0.2)
+    if not in_file:
+        return FolderLock(folder, fd)
     try:
         me = json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
                          "since": time.strftime("%Y-%m-%dT%H:%M:%S%z")}).encode()

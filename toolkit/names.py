@@ -6,6 +6,7 @@ built from such names stays under the folder it belongs in.
 """
 from __future__ import annotations
 
+import os
 import re
 import secrets
 import time
@@ -41,11 +42,30 @@ def new_run_id(workload: str, suffix: str | None = None) -> str:
     return path_component(f"{time.strftime('%Y%m%d-%H%M%S')}-{workload}-{suffix or secrets.token_hex(2)}", "run id")
 
 
+NAME_MAX = 255   # bytes in one path component (Linux)
+
+
+def user_path(path, what: str = "path") -> Path:
+    """A path the user gave, with ~ expanded, or one error line: an unknown ~user, a NUL, a
+    component longer than the filesystem allows."""
+    text = str(path)
+    if "\0" in text:
+        raise DnnbenchError(f"{what} {text!r} holds a NUL character")
+    for part in text.split("/"):
+        if len(os.fsencode(part)) > NAME_MAX:
+            raise DnnbenchError(f"{what}: the name {part[:40]!r}... is {len(os.fsencode(part))} bytes long; "
+                                f"a file name holds at most {NAME_MAX}")
+    try:
+        return Path(text).expanduser()
+    except RuntimeError:      # ~nosuchuser, or no home folder at all
+        raise DnnbenchError(f"{what} {text!r}: cannot expand {text.split('/')[0]!r} (no such user's home)") from None
+
+
 def inside(root: Path, path: Path, what: str = "path") -> Path:
     """`path` resolved, after checking that it lies under `root` (both resolved, so links and
     `..` count as what they point at); a DnnbenchError otherwise."""
-    base = Path(root).expanduser().resolve()
-    full = Path(path).expanduser().resolve()
+    base = user_path(root, what).resolve()
+    full = user_path(path, what).resolve()
     if full == base or base not in full.parents:
         raise DnnbenchError(f"{what} {full} is not inside {base}: refusing to write or remove it")
     return full

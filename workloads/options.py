@@ -120,7 +120,7 @@ HARNESS_OPTIONS = (
            "torch: torch.profiler trace of the window", choices=("none", "cuda", "torch"), host=False),
     Option("scaling_reference", str, None, "result of a one-process run of the same job: adds scaling efficiency",
            host=False, metavar="RESULT_JSON"),
-    Option("progress", float, 5.0, "seconds between progress lines", host=False, above=0),
+    Option("progress", float, 5.0, "seconds between progress lines", host=False, low=0, high=1e12),
     Option("loss_trace", int, 10000, "most per-step losses kept in the result", host=False, low=0, high=10**7),
 )
 

@@ -86,6 +86,7 @@ MAX_BYTES = 256 * 2**20    # a result is KiBs; a long loss trace a few MiB
 # a window's bounds: items exact in a float; seconds from a microsecond to a year, so that
 # rates and their sums stay finite
 MAX_ITEMS, MIN_SECONDS, MAX_SECONDS = 2**53, 1e-6, 3.2e7
+MAX_RANKS, MAX_COPIES = 2**20, 4096      # processes of one run; parallel copies of one suite job
 
 
 def _number(value):
@@ -137,8 +138,8 @@ def validate(data, copy=False):
             out.append("schema_version %s was never written by dnnbench" % version)
     if data.get("status") not in STATUSES:
         out.append("status %r is not one of %s" % (data.get("status"), ", ".join(STATUSES)))
-    if isinstance(data.get("world_size"), int) and data["world_size"] < 1:
-        out.append("world_size must be at least 1, not %r" % data["world_size"])
+    if isinstance(data.get("world_size"), int) and not 1 <= data["world_size"] <= MAX_RANKS:
+        out.append("world_size must be from 1 to %d, not %r" % (MAX_RANKS, data["world_size"]))
     if isinstance(data.get("windows"), list):
         out += _window_problems(data["windows"], "windows")
     tp = data.get("throughput")
@@ -153,8 +154,8 @@ def validate(data, copy=False):
     opts = data.get("options")
     if isinstance(opts, dict):
         b = opts.get("batch_size")
-        if b is not None and not (isinstance(b, int) and not isinstance(b, bool) and b >= 1):
-            out.append("options.batch_size must be a whole number >= 1, not %r" % (b,))
+        if b is not None and not (isinstance(b, int) and not isinstance(b, bool) and 1 <= b < 2**31):
+            out.append("options.batch_size must be a whole number from 1 to 2**31, not %r" % (b,))
         out += ["options." + p for p in _optional(opts, "amp", str, "text")]
     for key in ("job", "system_label", "copy_of"):
         out += _optional(data, key, str, "text")
@@ -175,8 +176,8 @@ def validate(data, copy=False):
         out += _optional(data, key, dict, "an object")
     copies = data.get("copies")
     if copies is not None:
-        if copy or not isinstance(copies, list):
-            out.append("field 'copies' must be a list of results, one level deep")
+        if copy or not isinstance(copies, list) or len(copies) > MAX_COPIES:
+            out.append("field 'copies' must be a list of at most %d results, one level deep" % MAX_COPIES)
         else:
             for i, c in enumerate(copies):
                 out += ["copies[%d]: %s" % (i, p) for p in validate(c, copy=True)]

@@ -35,11 +35,26 @@ for _group in (images, runs, data, results):
     _group.register(app)
 
 
+def _terminate_as_interrupt() -> None:
+    """SIGTERM and SIGHUP end any command the way Ctrl-C does: its cleanup runs (a run's own
+    handlers take over while it runs), one `interrupted` line, exit 130, never a bare 143."""
+    import signal
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        try:
+            signal.signal(sig, interrupt)
+        except (ValueError, OSError):   # not the main thread (an embedding caller): leave it
+            pass
+
+
 def main() -> None:
     from rich.text import Text
 
     from dnnbench.console import err, visible
     command = typer.main.get_command(app)
+    _terminate_as_interrupt()
     try:
         code = command.main(prog_name="dnnbench", standalone_mode=False)
     except DnnbenchError as exc:

@@ -50,20 +50,20 @@ def _parameter(option) -> inspect.Parameter:
     return inspect.Parameter(option.name, inspect.Parameter.KEYWORD_ONLY, default=info, annotation=annotation)
 
 
-def with_harness_options(names: tuple[str, ...] | None = None):
-    """Add the harness options (all host ones, or `names`) to a command; the command receives
-    them together as `harness={name: value}`."""
-    chosen = [o for o in HOST_OPTIONS if names is None or o.name in names]
+def with_harness_options(names: tuple[str, ...] | None = None, options=None, key: str = "harness"):
+    """Add the harness options (all host ones, or `names`; or any `options` of a table) to a
+    command; the command receives them together as `harness={name: value}` (or under `key`)."""
+    chosen = list(options) if options is not None else [o for o in HOST_OPTIONS if names is None or o.name in names]
 
     def wrap(command):
         sig = inspect.signature(command)
-        own = [p for p in sig.parameters.values() if p.name != "harness"]
+        own = [p for p in sig.parameters.values() if p.name != key]
         params = own + [_parameter(o) for o in chosen]
 
         @functools.wraps(command)
         def wrapper(*args, **kwargs):
-            harness = {o.name: plain(kwargs.pop(o.name)) for o in chosen}
-            return command(*args, harness=harness, **{k: plain(v) for k, v in kwargs.items()})
+            values = {o.name: plain(kwargs.pop(o.name)) for o in chosen}
+            return command(*args, **{key: values}, **{k: plain(v) for k, v in kwargs.items()})
         wrapper.__signature__ = sig.replace(parameters=params)
         return wrapper
     return wrap

@@ -27,6 +27,12 @@ Examples:
   dnnbench run wlm --runtime singularity --image dnnbench_ngc-24.10.sif --gpus all
 
 Options after `--` go to the workload unchanged (`python -m dnnbench.workloads W --help`).
+
+Your own script, measured without a change (windows of its optimizer steps, items from its
+DataLoader batches; with --data, the dataset's path comes first among its arguments, or
+replaces a `{data}` in them):
+
+  dnnbench run --script main.py --data /imagenet -- -a resnet18 -b 64 -j 8
 The dataset is mounted read-only at /data, the run folder read-write at /results; the run
 folder results/<run-id>/ gets plan.json, log.txt and result.json whatever happens.
 
@@ -38,9 +44,18 @@ windows until the CI is within +-2% (at most --max-windows)."""
 @with_harness_options()
 def run(
     ctx: typer.Context,
-    workload: str = typer.Argument(..., help="Workload name (`dnnbench workloads` lists them)."),
+    workload: Optional[str] = typer.Argument(None, help="Workload name (`dnnbench workloads` lists them); "
+                                                        "none with --script."),
     data: Optional[Path] = typer.Option(None, "--data", "-d", help="Dataset folder (mounted read-only at /data). Default: synthetic data."),
     synthetic: bool = typer.Option(False, "--synthetic", help="Synthetic batches made on the device (the default without --data)."),
+    script: Optional[Path] = typer.Option(None, "--script", help="Your own training script (a file, or a folder with "
+                                          "main.py/train.py), timed unchanged; its arguments go after `--`."),
+    entry: Optional[str] = typer.Option(None, "--entry", help="With a --script folder: its entry file."),
+    items_per_step: Optional[int] = typer.Option(None, "--items-per-step", min=1, max=2**31,
+                                                 help="With --script: items one step holds, when its batches do not tell."),
+    run_to_end: bool = typer.Option(False, "--run-to-end", help="With --script: let it finish after the timed windows."),
+    unit: Optional[str] = typer.Option(None, "--unit", help="With --script: what its items are (images, samples, "
+                                                          "tokens; default items)."),
     gpus: Optional[str] = typer.Option(None, "--gpus", "-g", help="GPUs: all, or indices/UUIDs like 0 or 0,1. Default: CPU."),
     nproc: Optional[int] = typer.Option(None, "--nproc", help="CPU runs: processes (DDP over gloo, through torchrun)."),
     runtime: Runtime = typer.Option("docker", "--runtime", "-r",
@@ -62,9 +77,16 @@ def run(
     if synthetic and data is not None:
         from dnnbench.errors import DnnbenchError
         raise DnnbenchError("--synthetic and --data exclude each other")
-    opts = RunOptions(workload=workload, data=data, gpus=gpus, nproc=nproc, runtime=runtime, image=image,
+    extra = list(ctx.args)
+    if script is not None and workload is not None:   # no workload with --script: the first word after `--`
+        extra, workload = [workload] + extra, None
+    if (workload is None) == (script is None):
+        from dnnbench.errors import DnnbenchError
+        raise DnnbenchError("name a workload (`dnnbench workloads`) or give --script PATH, one of the two")
+    opts = RunOptions(workload=workload or "", data=data, gpus=gpus, nproc=nproc, runtime=runtime, image=image,
                       base=base, build=build, results=results, run_id=run_id, timeout=timeout, dry_run=dry_run,
-                      quiet=quiet, profile=profile, extra=list(ctx.args), **harness)
+                      quiet=quiet, profile=profile, extra=extra, script=script, entry=entry,
+                      items_per_step=items_per_step, run_to_end=run_to_end, unit=unit, **harness)
     raise typer.Exit(run_command(opts))
 
 
@@ -117,6 +139,55 @@ def slurm(
         run=opts, nodes=nodes, gpus_per_node=gpus_per_node, nproc_per_node=nproc_per_node, partition=partition,
         time=time_limit, account=account, cpus_per_task=cpus_per_task, sbatch_args=sbatch_arg, setup=setup,
         env=env, scaling=scaling, submit=submit, wait=wait), dry_run))
+
+
+TRAIN_HELP = """Train a workload to a target accuracy: epochs, evaluation, checkpoints, resume.
+
+The pytorch/examples ImageNet recipe for the image classifiers (SGD momentum 0.9, weight decay
+1e-4, lr 0.1 x batch/256 divided by 10 every --lr-step epochs; RandomResizedCrop + flip, Resize +
+CenterCrop; top-1/top-5) on the same runtimes, images, GPUs and run folder as `dnnbench run`.
+The result has every epoch (train loss and throughput, eval top-1/top-5, time on the clock) and
+the time to target (training, evaluation and data loading on the clock, as MLPerf counts it).
+
+Checkpoints are written atomically in the run folder at each epoch end; Ctrl-C or SIGTERM
+checkpoints at the next step and exits 130; `--resume --run-id ID` continues from there.
+
+Example:
+
+  dnnbench train resnet18 --data DIGITS --image-size 32 --target-accuracy 90 --epochs 30"""
+
+
+def _train_options():
+    from dnnbench.workloads.train import TRAIN_OPTIONS
+    return TRAIN_OPTIONS
+
+
+@with_harness_options(options=_train_options(), key="train")
+@with_harness_options(("batch_size", "workers", "amp", "channels_last", "seed", "lr"))
+def train(
+    ctx: typer.Context,
+    workload: str = typer.Argument(..., help="Workload name (an image classifier; `dnnbench workloads`)."),
+    data: Path = typer.Option(..., "--data", "-d", help="ImageNet-layout folder: train/ and val/ (mounted read-only)."),
+    gpus: Optional[str] = typer.Option(None, "--gpus", "-g", help="GPUs: all, or indices like 0 or 0,1. Default: CPU."),
+    nproc: Optional[int] = typer.Option(None, "--nproc", help="CPU runs: processes (DDP over gloo, through torchrun)."),
+    runtime: Runtime = typer.Option("docker", "--runtime", "-r", help="docker, singularity (= apptainer) or host."),
+    image: Optional[str] = typer.Option(None, "--image", "-i", help="Docker tag or .sif file."),
+    base: Optional[str] = typer.Option(None, "--base", "-b", help="Use the image of this base."),
+    results: Path = typer.Option(Path("results"), "--results", help="Results folder; the run goes in RESULTS/<run-id>/."),
+    run_id: Optional[str] = typer.Option(None, "--run-id", help="Name of the run folder (with --resume: the run to continue)."),
+    timeout: Optional[float] = typer.Option(None, "--timeout", callback=in_range(BY_NAME["timeout"]),
+                                            help="Stop after this many seconds (checkpointed, resumable)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan and the equivalent command line; run nothing."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Do not echo the run's output (it still goes to log.txt)."),
+    harness: dict = None,
+    train: dict = None,
+):
+    from dnnbench.runs.launch import run_plan
+    from dnnbench.runs.training import train_plan
+    opts = RunOptions(workload=workload, data=data, gpus=gpus, nproc=nproc, runtime=runtime, image=image,
+                      base=None if image else base, build=False, results=results, run_id=run_id, timeout=timeout,
+                      dry_run=dry_run, quiet=quiet, extra=list(ctx.args), **harness)
+    raise typer.Exit(run_plan(train_plan(opts, train), opts))
 
 
 def workloads():
@@ -187,6 +258,7 @@ PASS_THROUGH = {"allow_extra_args": True, "ignore_unknown_options": False}
 def register(app: typer.Typer) -> None:
     app.command(context_settings=PASS_THROUGH, help=RUN_HELP)(run)
     app.command(context_settings=PASS_THROUGH, help=SLURM_HELP)(slurm)
+    app.command(context_settings=PASS_THROUGH, help=TRAIN_HELP)(train)
     app.command()(workloads)
     app.command()(reproduce)
     app.add_typer(suite_app, name="suite")

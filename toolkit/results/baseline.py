@@ -75,9 +75,9 @@ def judge(target, headline: dict, tolerance: float) -> dict:
         return {"target": None, "bounds": None, "diff_pct": None, "target_verdict": None, "pass": None}
     bounds = target if isinstance(target, Bounds) else Bounds(target=target, low=target * (1 - tolerance), high=None)
     value = headline.get("value")
-    if value is None:
-        return {"target": bounds.target, "bounds": bounds.describe(), "diff_pct": None, "target_verdict": None,
-                "pass": None}
+    if value is None:       # no run of the job finished: the gate cannot pass what did not run
+        return {"target": bounds.target, "bounds": bounds.describe(), "diff_pct": None, "target_verdict": "missing",
+                "pass": False}
     low = headline.get("ci95_low") if headline.get("ci95_low") is not None else value
     high = headline.get("ci95_high") if headline.get("ci95_high") is not None else value
     verdict = numbers.verdict(low, high, bounds.low, bounds.high)

@@ -17,11 +17,36 @@ def _plt():
     return plt
 
 
-def write_plots(jobs: dict, folder: Path) -> list[Path]:
+def write_plots(jobs: dict, folder: Path, inputs: list[Path] = ()) -> list[tuple[str, bytes]]:
+    """Write plots() into `folder` through the file layer (a planted link or FIFO is refused,
+    never followed; no input result is overwritten); returns what was written."""
+    from dnnbench.workloads import fileio
+    made = plots(jobs)
+    try:
+        fileio.make_dirs(str(folder))
+        for name, data in made:
+            fileio.refuse_overwrite_of(folder / name, inputs)
+            fileio.write_atomic_bytes(str(folder / name), data)
+    except OSError as exc:
+        raise DnnbenchError(f"cannot write plots into {folder}: {exc.filename or folder}: "
+                            f"{exc.strerror or exc}") from None
+    return made
+
+
+def _png(fig) -> bytes:
+    import io
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100)
+    return buf.getvalue()
+
+
+def plots(jobs: dict) -> list[tuple[str, bytes]]:
     """throughput.png (per job, one bar per system: the headline, its 95 % CI as error bars) and, for every workload
-    run at several batch sizes, scaling-<workload>.png (throughput vs batch size)."""
+    run at several batch sizes, scaling-<workload>.png (throughput vs batch size); made in memory,
+    named with safe file names whatever the workloads are called."""
+    from dnnbench import names as names_mod
+    from dnnbench.console import visible
     plt = _plt()
-    folder.mkdir(parents=True, exist_ok=True)
     written = []
     systems = sorted({s for s, _ in jobs})
     names = sorted({n for _, n in jobs})
@@ -33,16 +58,14 @@ def write_plots(jobs: dict, folder: Path) -> list[Path]:
         values = [h.get("value") or 0 for h in heads]
         below = [h["value"] - h["ci95_low"] if h.get("ci95_low") is not None else 0 for h in heads]
         above = [h["ci95_high"] - h["value"] if h.get("ci95_high") is not None else 0 for h in heads]
-        ax.bar(xs, values, width, yerr=[below, above], label=s, capsize=3)
+        ax.bar(xs, values, width, yerr=[below, above], label=visible(s, one_line=True)[:60], capsize=3)
     ax.set_xticks([k + 0.4 - width / 2 for k in range(len(names))])
-    ax.set_xticklabels(names, rotation=30, ha="right")
+    ax.set_xticklabels([visible(n, one_line=True)[:60] for n in names], rotation=30, ha="right")
     ax.set_ylabel("throughput (items/s, total; sum items / sum seconds, 95% CI)")
     ax.legend(fontsize="small")
     fig.tight_layout()
-    path = folder / "throughput.png"
-    fig.savefig(path, dpi=100)
+    written.append(("throughput.png", _png(fig)))
     plt.close(fig)
-    written.append(path)
 
     sweeps = defaultdict(lambda: defaultdict(list))   # workload -> system -> [(batch, mean)]
     for (s, _), j in jobs.items():
@@ -54,15 +77,13 @@ def write_plots(jobs: dict, folder: Path) -> list[Path]:
         fig, ax = plt.subplots(figsize=(6, 4))
         for s, points in sorted(per_system.items()):
             points.sort()
-            ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=s)
+            ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=visible(s, one_line=True)[:60])
         ax.set_xscale("log", base=2)
         ax.set_xlabel("batch size per GPU")
         ax.set_ylabel("throughput (items/s, total)")
-        ax.set_title(f"{workload} ({amp}, {world} process{'es' if world > 1 else ''})")
+        ax.set_title(visible(f"{workload} ({amp}, {world} process{'es' if world > 1 else ''})", one_line=True)[:80])
         ax.legend(fontsize="small")
         fig.tight_layout()
-        path = folder / f"scaling-{workload}-{amp}-x{world}.png"
-        fig.savefig(path, dpi=100)
+        written.append((f"scaling-{names_mod.slug(f'{workload}-{amp}')[:100]}-x{int(world)}.png", _png(fig)))
         plt.close(fig)
-        written.append(path)
     return written

@@ -5,12 +5,12 @@ a torch.profiler trace -> top ops. The real files these are tested on: tests/fix
 from __future__ import annotations
 
 import csv
-import gzip
 import json
 import re
 from collections import defaultdict
 from pathlib import Path
 
+from dnnbench.workloads import fileio
 from dnnbench.workloads.profile import PIPE_FIELDS
 
 TOP = 15
@@ -354,10 +354,27 @@ def torch_summary(trace: dict) -> dict:
             "cpu_op_names": n_ops, "cpu_ops": top_ops[:5]}
 
 
+PROFILE_MAX = 1 << 30     # bytes of one profiler file read at most (nsys traces run to hundreds of MB)
+
+
+def _text(path: Path) -> str:
+    """A profiler's output through the file layer: no link followed, never a FIFO, bounded."""
+    return fileio.read_text(str(path), max_bytes=PROFILE_MAX, errors="replace")
+
+
 def _read_trace(path: Path) -> dict:
     """torch.profiler's tensorboard handler writes .json or, with use_gzip, .json.gz."""
-    raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
-    return json.loads(raw)
+    import zlib
+    raw = fileio.read_bytes(str(path), max_bytes=PROFILE_MAX)
+    if path.suffix == ".gz":
+        inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        raw = inflate.decompress(raw, PROFILE_MAX)
+        if inflate.unconsumed_tail:
+            raise ValueError(f"{path.name} inflates to more than {PROFILE_MAX >> 20} MiB")
+    try:
+        return json.loads(raw)
+    except RecursionError:
+        raise ValueError(f"{path.name}: JSON nested too deep") from None
 
 
 # --- a run folder --------------------------------------------------------------------
@@ -381,29 +398,33 @@ def summarize(run_dir: Path, result: dict | None = None) -> dict | None:
     launch = {}
     if (folder / "launch.json").is_file():       # what the launcher chose (kernel cap, clocks, dropped metrics)
         try:
-            launch = json.loads((folder / "launch.json").read_text())
-        except ValueError:
-            problems.append("launch.json: not JSON")
+            launch = fileio.read_json(str(folder / "launch.json"), max_bytes=1 << 20)
+        except (ValueError, RecursionError, OSError) as exc:
+            problems.append(f"launch.json: not readable JSON ({type(exc).__name__})")
+            launch = {}
+        if not isinstance(launch, dict):
+            problems.append("launch.json: not a JSON object")
+            launch = {}
     window = sum(w.get("seconds", 0) for w in (result or {}).get("windows") or []) or None
     if (folder / "ncu.csv").is_file():
-        attempt("ncu", lambda: {**ncu_summary((folder / "ncu.csv").read_text(errors="replace")),
+        attempt("ncu", lambda: {**ncu_summary(_text(folder / "ncu.csv")),
                                 **({"launch": launch} if launch else {})})
     kern = next((p for p in (folder / "nsys_cuda_gpu_kern_sum.csv", folder / "nsys_gpukernsum.csv") if p.is_file()), None)
     if kern is not None:
         trace = next((p for p in (folder / "nsys_cuda_gpu_trace.csv", folder / "nsys_gputrace.csv") if p.is_file()), None)
-        attempt("nsys", lambda: nsys_summary(kern.read_text(), trace.read_text() if trace else None, window))
+        attempt("nsys", lambda: nsys_summary(_text(kern), _text(trace) if trace else None, window))
     elif launch.get("nsys_problem"):
         problems.append(f"nsys: {launch['nsys_problem']}")
     elif folder.is_dir() and any(folder.glob("nsys.*rep")):
         problems.append("nsys: a report but no `nsys stats` CSV (see log.txt)")
     for p in sorted(folder.glob("nvprof-*.csv")) if folder.is_dir() else []:
-        attempt(f"nvprof:{p.stem}", lambda p=p: nvprof_summary(p.read_text(errors="replace")))
+        attempt(f"nvprof:{p.stem}", lambda p=p: nvprof_summary(_text(p)))
     # rocprof v1: rocprof.stats.csv; rocprofv3: <host>/<pid>_kernel_stats.csv (or -o name_kernel_stats.csv)
     stats = ([folder / "rocprof.stats.csv"] if (folder / "rocprof.stats.csv").is_file() else []) + \
         (sorted(folder.rglob("*kernel_stats.csv")) if folder.is_dir() else [])
     for p in stats:
         tool = "rocprof" if len(stats) == 1 else f"rocprof:{p.relative_to(folder).with_suffix('')}"
-        attempt(tool, lambda p=p: rocprof_summary(p.read_text(errors="replace")))
+        attempt(tool, lambda p=p: rocprof_summary(_text(p)))
     trace = next((p for p in (run_dir / "torch-trace.json", run_dir / "torch-trace.json.gz") if p.is_file()), None)
     if trace is not None:
         attempt("torch", lambda: torch_summary(_read_trace(trace)))

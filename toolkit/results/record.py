@@ -120,5 +120,21 @@ def show_outcome(run_dir: Path, data: dict) -> None:
     v = verdict_of(data)
     if v["label"] != "unknown":
         out.print(Text(f"{v['label']}: " + "; ".join(v["evidence"]) + (f"\nhint: {v['hint']}" if v["hint"] else "")))
+    training = data.get("training")
+    if isinstance(training, dict):
+        out.print(Text(training_line(training)))
     if data.get("status") != "ok":
         err.print(f"[red]{escape(data.get('status'))}[/]: {escape(data.get('message'))}", soft_wrap=True)
+
+
+def training_line(t: dict) -> str:
+    """A training run in one line: target and time to it, or `not reached` with the best."""
+    epochs = t.get("epochs") or []
+    best = t.get("best")
+    best_text = "-" if not isinstance(best, (int, float)) else f"{best:.2f} %"
+    if t.get("reached"):
+        return (f"target top-1 {t.get('target')} % reached at epoch {t.get('reached_at_epoch')}: time to target "
+                f"{t.get('time_to_target_s'):.1f} s on the clock")
+    if t.get("target") is not None:
+        return f"target top-1 {t.get('target')} % not reached in {len(epochs)} epochs: best {best_text}"
+    return f"{len(epochs)} epochs, best top-1 {best_text}"

@@ -7,13 +7,14 @@ import csv
 import io
 import json
 import math
+import os
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dnnbench.workloads import schema
+from dnnbench.workloads import fileio, schema
 
-from dnnbench.console import number
+from dnnbench.console import number, visible
 from dnnbench.errors import DnnbenchError
 from dnnbench.results import baseline as baseline_mod, numbers
 from dnnbench.results.record import gpu_model, gpu_name, verdict_of
@@ -125,10 +126,22 @@ def rate(data: dict) -> float | None:
 
 def collect(paths: list[Path], system: str | None = None, strict: bool = False) -> dict[tuple[str, str], Job]:
     """Jobs keyed by (system, job); `system` overrides the label (e.g. for compare)."""
+    from dnnbench.console import warn
     jobs: dict[tuple[str, str], Job] = {}
+    seen: dict[tuple, Path] = {}
     for path, data in read_results(paths, strict):
         if data.get("copy_of"):
             continue   # counted in its parallel run's combined result
+        # one run counts once, however often it is reached: `report R R`, a copied run folder
+        # (the same run id, start time and windows), a folder named twice by different paths
+        identity = (data.get("run_id"), data.get("started"), data.get("workload"),
+                    json.dumps(data.get("windows"), sort_keys=True)[:100000])
+        if identity in seen:
+            if not fileio.same_file(seen[identity], path):
+                warn(f"{path} is the same run as {seen[identity]} (run id {data.get('run_id')}, started "
+                     f"{data.get('started')}): counted once")
+            continue
+        seen[identity] = path
         opts = data.get("options") or {}
         label = system or data.get("system_label") or gpu_name(data)
         key = (label, job_name(data))
@@ -218,6 +231,14 @@ def rows(jobs: dict, baseline: dict | None, tolerance: float) -> list[dict]:
         if baseline is not None:
             row.update(baseline_mod.judge(baseline.get(name), j.headline, tolerance))
         out.append(row)
+    if baseline is not None:     # a baseline job no result names: missing, and the gate fails
+        ran = {name for _, name in jobs}
+        for name in sorted(set(baseline) - ran):
+            row = {"system": "-", "job": name, "workload": None, "batch_size": None, "amp": None, "world_size": None,
+                   "unit": None, "n": 0, "failed": 0, "throughput": None, **_statistics({}), "scaling": None,
+                   "verdict": None}
+            row.update(baseline_mod.judge(baseline[name], {}, tolerance))
+            out.append(row)
     return out
 
 
@@ -270,21 +291,27 @@ def cell(row: dict, key: str) -> str:
     return _fmt(row.get(key), 2 if key == "scaling" else 1)
 
 
+def md_cell(text: str) -> str:
+    """A markdown table cell: `|` and line breaks of names cannot split or end the row."""
+    return visible(text, one_line=True).replace("\\", "\\\\").replace("|", "\\|")
+
+
 def render(table: list[dict], fmt: str, *, total_score: float | None, with_baseline: bool) -> str | None:
     cols = columns(table, with_baseline)
-    if fmt == "json":
-        return json.dumps({"statistic": numbers.STATISTIC, "description": HTML_STATISTIC,
-                           "jobs": table, "score": total_score}, indent=1)
+    if fmt == "json":   # strict JSON: a NaN or infinity becomes null, never the invalid `Infinity`
+        return json.dumps(fileio.clean_json({"statistic": numbers.STATISTIC, "description": HTML_STATISTIC,
+                                             "jobs": table, "score": total_score}), indent=1, allow_nan=False) + "\n"
     if fmt == "csv":
         buf = io.StringIO()
         w = csv.writer(buf)
         w.writerow([h for _, h in cols])
         for r in table:
-            w.writerow(["" if r.get(k) is None else r.get(k) for k, _ in cols])
+            w.writerow(["" if r.get(k) is None else visible(r.get(k), one_line=True) if isinstance(r.get(k), str)
+                        else r.get(k) for k, _ in cols])
         return buf.getvalue()
     if fmt == "md":
         lines = ["| " + " | ".join(h for _, h in cols) + " |", "|" + "---|" * len(cols)]
-        lines += ["| " + " | ".join(cell(r, k) for k, _ in cols) + " |" for r in table]
+        lines += ["| " + " | ".join(md_cell(cell(r, k)) for k, _ in cols) + " |" for r in table]
         if total_score is not None:
             lines.append(f"\nscore (weighted geometric mean of throughput/target): {total_score:.3f}")
         return "\n".join(lines) + "\n"
@@ -296,7 +323,7 @@ def render(table: list[dict], fmt: str, *, total_score: float | None, with_basel
         for k, h in cols:
             t.add_column(h, justify="left" if k in ("system", "job", "unit", "verdict") else "right", overflow="fold")
         for r in table:
-            t.add_row(*[escape(cell(r, k)) for k, _ in cols])
+            t.add_row(*[escape(visible(cell(r, k), one_line=True)) for k, _ in cols])
         out.print(t)
         if total_score is not None:
             out.print(f"score (weighted geometric mean of throughput/target): {total_score:.3f}")
@@ -304,7 +331,7 @@ def render(table: list[dict], fmt: str, *, total_score: float | None, with_basel
     raise DnnbenchError(f"unknown format {fmt!r}: choose {', '.join(FORMATS)}")
 
 
-def html_page(table: list[dict], pngs: list[Path], score: float | None, *, with_baseline: bool) -> str:
+def html_page(table: list[dict], pngs: list[tuple[str, bytes]], score: float | None, *, with_baseline: bool) -> str:
     """The report as one self-contained page (plots inlined), from templates/report.html.j2."""
     import base64
     from importlib import resources
@@ -316,7 +343,7 @@ def html_page(table: list[dict], pngs: list[Path], score: float | None, *, with_
     return env.get_template("report.html.j2").render(
         statistic=HTML_STATISTIC, headings=[h for _, h in cols],
         rows=[[cell(r, k) for k, _ in cols] for r in table], score=score,
-        plots=[{"name": p.name, "data": base64.b64encode(p.read_bytes()).decode()} for p in pngs])
+        plots=[{"name": name, "data": base64.b64encode(data).decode()} for name, data in pngs])
 
 
 HTML_STATISTIC = ("Throughput: items over seconds summed over every timed window of a job's runs (times ranks, "
@@ -348,22 +375,28 @@ def report_command(paths: list[Path], fmt: str, baseline: Path | None, weights: 
         raise DnnbenchError(f"--tolerance {tolerance}: give a fraction from 0 to below 1, e.g. 0.05")
     weights = parse_weights(weights)
     jobs = collect(paths, strict=strict)
+    # what was read is never written over: -o, --wide-csv and --plots are checked against every
+    # input (result files, the folders named, the baseline) before anything is written
+    inputs = [p for j in jobs.values() for p in j.paths] + list(paths) + ([baseline] if baseline else [])
+    for out_path in (output, wide_csv):
+        if out_path is not None:
+            _refuse_input(out_path, inputs)
     targets = load_baseline(baseline, strict) if baseline else None
     table = rows(jobs, targets, tolerance)
     total = score(table, weights) if targets else None
     if wide_csv:
         _write(wide_csv, lambda_csv(jobs))
-    if plots or fmt == "html":
+    pngs = []
+    if plots:
         from dnnbench.results.plots import write_plots
-        folder = plots or (output.parent if output else Path("."))
-        pngs = write_plots(jobs, folder)
-        if fmt == "html":
-            text = html_page(table, pngs, total, with_baseline=targets is not None)
-            if output is None:
-                output = folder / "report.html"
-            _write(output, text)
-            return _exit(table)
-    text = render(table, fmt, total_score=total, with_baseline=targets is not None)
+        pngs = write_plots(jobs, plots, inputs)
+    elif fmt == "html":
+        from dnnbench.results.plots import plots as make_plots
+        pngs = make_plots(jobs)        # in memory: the page embeds them, no PNG left beside it
+    if fmt == "html":
+        text = html_page(table, pngs, total, with_baseline=targets is not None)
+    else:
+        text = render(table, fmt, total_score=total, with_baseline=targets is not None)
     if text is not None:
         if output:
             _write(output, text)
@@ -374,14 +407,26 @@ def report_command(paths: list[Path], fmt: str, baseline: Path | None, weights: 
 
 
 def _exit(table: list[dict]) -> int:
-    return 1 if any(r.get("target_verdict") == "fail" for r in table) else 0
+    return 1 if any(r.get("target_verdict") in ("fail", "missing") for r in table) else 0
+
+
+def _refuse_input(path: Path, inputs: list) -> None:
+    for src in inputs:
+        src = Path(src)
+        try:
+            fileio.refuse_overwrite_of(path, [src])
+        except OSError:
+            raise DnnbenchError(f"{path} is an input of this report ({src}): write the output elsewhere") from None
+        if src.is_dir() and not src.is_symlink() and os.path.realpath(path).startswith(
+                os.path.realpath(src).rstrip(os.sep) + os.sep) and path.name == schema.RESULT_FILE:
+            raise DnnbenchError(f"{path} would be read as a result of {src} next time: write the output elsewhere")
 
 
 def _write(path: Path, text: str) -> None:
     from dnnbench.console import info
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
+        fileio.make_dirs(str(path.parent))
+        fileio.write_atomic_text(str(path), text)
     except OSError as exc:
         raise DnnbenchError(f"cannot write {path}: {exc.strerror or exc}") from None
     info(f"wrote {path}")

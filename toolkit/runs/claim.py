@@ -28,12 +28,13 @@ from pathlib import Path
 from typing import Callable
 
 from dnnbench import locks
+from dnnbench.containers.engines import process
 from dnnbench.errors import DnnbenchError
 from dnnbench.workloads import fileio, schema
 
 LOCK = locks.LOCK
 OWNER = "owner.json"
-TOKEN_ENV = "DNNBENCH_RUN_TOKEN"
+TOKEN_ENV = process.TOKEN_ENV
 RESERVE = ".reserve"
 RESERVE_BYTES = 256 * 1024
 
@@ -114,7 +115,7 @@ class Claim:
             self._fd = -1
 
 
-def claim(run_dir: Path, *, run_id: str, say: Callable[[str], None]) -> Claim:
+def claim(run_dir: Path, *, run_id: str, say: Callable[[str], None], resume: bool = False) -> Claim:
     """Own run_dir for this process, or one `error:` line saying who owns it. A dead owner's
     leftovers (container, process group) are removed first, and `say` names them."""
     made = not os.path.lexists(run_dir)
@@ -137,7 +138,7 @@ def claim(run_dir: Path, *, run_id: str, say: Callable[[str], None]) -> Claim:
         previous = read_owner(run_dir)
         if previous is not None:
             remove_orphans(previous, run_dir, say)
-        if os.path.lexists(run_dir / schema.RESULT_FILE):
+        if os.path.lexists(run_dir / schema.RESULT_FILE) and not resume:
             raise DnnbenchError(f"{run_dir} already holds a result: choose another --run-id")
         held.record(run_id=run_id)
     except DnnbenchError:

@@ -16,7 +16,7 @@ from dnnbench.runs import gpus as gpus_mod
 from dnnbench.runs import plan as plan_mod
 from dnnbench.runs.manifest import host_manifest
 from dnnbench.runs.options import PROFILERS, RUNTIME_ALIASES, RunOptions, harness_values
-from dnnbench.workloads.options import AMP, BY_NAME
+from dnnbench.workloads.options import AMP, BY_NAME, HOST_OPTIONS
 from dnnbench.console import err, info, out, warn
 from dnnbench.errors import DnnbenchError
 from dnnbench.workloads import fileio
@@ -131,13 +131,16 @@ def profiled(argv: list[str], profile: str | None, python: str, results_in: str)
 def check_writable(folder: Path, what: str) -> None:
     """A dry run makes nothing, but says now what a real run would find: the nearest existing
     folder on the way must be a writable folder."""
-    path = folder.expanduser().absolute()
+    path = names.user_path(folder, what).absolute()
     while not os.path.lexists(path) and path != path.parent:
         path = path.parent
     if not path.is_dir():
         raise DnnbenchError(f"{what} {folder} is not writable: {path} is not a folder")
-    if not os.access(path, os.W_OK | os.X_OK):
-        raise DnnbenchError(f"{what} {folder} is not writable: no write permission in {path}")
+    import tempfile
+    try:      # a probe made and removed at once: os.access says yes to root on /proc and read-only mounts
+        os.rmdir(tempfile.mkdtemp(prefix=".dnnbench-probe-", dir=path))
+    except OSError as exc:
+        raise DnnbenchError(f"{what} {folder} is not writable: {exc.strerror or exc} in {path}") from None
 
 
 def make_run_dir(results: Path, run_id: str, dry_run: bool, run_dir: Path | None = None) -> Path:
@@ -155,7 +158,8 @@ def make_run_dir(results: Path, run_id: str, dry_run: bool, run_dir: Path | None
     return folder
 
 
-def run_folder(results: Path, run_id: str, dry_run: bool, run_dir: Path | None = None) -> Path:
+def run_folder(results: Path, run_id: str, dry_run: bool, run_dir: Path | None = None,
+               resume: bool = False) -> Path:
     """Where the run goes, checked to stay under --results. Nothing is made here: execute() claims
     the folder once every check has passed, so a refused run leaves no empty folder behind."""
     if run_dir is None:   # suites give the folder (job/rN) themselves, made of checked names
@@ -164,7 +168,7 @@ def run_folder(results: Path, run_id: str, dry_run: bool, run_dir: Path | None =
     if dry_run:
         check_writable(results, "results dir")
         return folder
-    if os.path.lexists(folder / "result.json"):
+    if os.path.lexists(folder / "result.json") and not resume:
         raise DnnbenchError(f"{folder} already holds a result: choose another --run-id")
     return folder
 
@@ -217,11 +221,16 @@ def run_mounts(data: Path | None, run_dir: Path) -> list[plan_mod.Mount]:
     return mounts + [plan_mod.Mount(str(run_dir), plan_mod.RESULTS_DIR, read_only=False)]
 
 
-def build_plan(opts: RunOptions) -> plan_mod.RunPlan:
+def build_plan(opts: RunOptions, resume: bool = False) -> plan_mod.RunPlan:
     """Every check, then the plan. Raises DnnbenchError before anything has started."""
     runtime = RUNTIME_ALIASES.get(opts.runtime)
     if runtime is None:
         raise DnnbenchError(f"--runtime {opts.runtime!r}: choose docker, singularity (apptainer) or host")
+    if opts.script is not None:
+        return script_plan(opts, runtime)
+    for name in ("entry", "items_per_step", "unit"):
+        if getattr(opts, name) is not None:
+            raise DnnbenchError(f"--{name.replace('_', '-')} goes with --script")
     workload, kind = check_workload(opts.workload)
     check_options(opts)
     gpu_ids = gpus_mod.parse(opts.gpus)
@@ -229,7 +238,7 @@ def build_plan(opts: RunOptions) -> plan_mod.RunPlan:
         raise DnnbenchError("--nproc is for CPU runs; with --gpus one process runs per GPU")
     data = check_data(opts.data, workload, kind)
     run_id = opts.run_id or names.new_run_id(workload)
-    run_dir = run_folder(opts.results, run_id, opts.dry_run, opts.run_dir)
+    run_dir = run_folder(opts.results, run_id, opts.dry_run, opts.run_dir, resume)
     img = resolve_image(opts, runtime)
     profile = check_profile(opts.profile, gpu_ids, img)
     granted = gpus_mod.check(gpu_ids, img.accelerator) if not opts.dry_run else []
@@ -260,6 +269,68 @@ def build_plan(opts: RunOptions) -> plan_mod.RunPlan:
         cap_add=["SYS_ADMIN"] if profile in ("ncu", "nvprof") and runtime == "docker" else [], profile=profile,
         timeout=opts.timeout, base=img.base, cpuset=opts.cpuset,
         memory=opts.memory if runtime == "docker" else None, entrypoint=list(img.entrypoint) if contained else [],
+        manifest={} if opts.dry_run else host_manifest(runtime, img.ref, img.base, data), nproc=nproc,
+        resume=resume)
+
+
+SCRIPT_OPTIONS = ("warmup", "number", "repeat")   # the harness options a script run takes
+
+
+def script_plan(opts: RunOptions, runtime: str) -> plan_mod.RunPlan:
+    """`run --script`: the user's script under the instrumentation, with the same image, mounts,
+    GPUs, torchrun and run folder as a built-in workload."""
+    from dnnbench.runs import script as script_mod
+    from dnnbench.workloads.instrument import workload_name
+    folder, entry = script_mod.locate(names.user_path(opts.script, "--script"), opts.entry)
+    given = [o.flag for o in HOST_OPTIONS if o.name not in SCRIPT_OPTIONS and getattr(opts, o.name) not in (None, False)]
+    if given:
+        raise DnnbenchError(f"{given[0]} is the script's own business with --script: pass its own flag after `--`")
+    check_options(opts)
+    if opts.unit is not None:
+        names.path_component(opts.unit, "--unit")
+    data = None
+    if opts.data is not None:
+        data = names.user_path(opts.data, "--data").resolve()
+        if not data.is_dir():
+            raise DnnbenchError(f"--data {opts.data} is not a folder")
+    workload = workload_name(entry)
+    gpu_ids = gpus_mod.parse(opts.gpus)
+    if gpu_ids and opts.nproc:
+        raise DnnbenchError("--nproc is for CPU runs; with --gpus one process runs per GPU")
+    run_id = opts.run_id or names.new_run_id(workload)
+    run_dir = run_folder(opts.results, run_id, opts.dry_run, opts.run_dir)
+    img = resolve_image(opts, runtime)
+    granted = gpus_mod.check(gpu_ids, img.accelerator) if not opts.dry_run else []
+    nproc = opts.nproc or (len(granted) if gpu_ids == ["all"] else len(gpu_ids or [])) or 1
+    contained = runtime != "host"
+    results_in = plan_mod.RESULTS_DIR if contained else str(run_dir)
+    data_in = (plan_mod.DATA_DIR if contained else str(data)) if data else None
+    script_in = f"{script_mod.SCRIPT_DIR}/{entry}" if contained else str(folder / entry)
+    argv = script_mod.argv(img.python, nproc, results_in=results_in, run_id=run_id, script_in=script_in,
+                           args=script_mod.arguments(list(opts.extra), data_in),
+                           timing={"warmup": opts.warmup, "number": opts.number, "repeat": opts.repeat,
+                                   "items_per_step": opts.items_per_step, "unit": opts.unit,
+                                   "run_to_end": opts.run_to_end})
+    env = {"DNNBENCH_RUN_ID": run_id, **({"DNNBENCH_DATA": data_in} if data_in else {})}
+    if img.ref:
+        env["DNNBENCH_IMAGE"] = img.ref
+    if runtime == "docker":
+        env["HOME"] = "/tmp"
+    mounts = run_mounts(data, run_dir) + [plan_mod.Mount(str(folder), script_mod.SCRIPT_DIR, read_only=True)] \
+        if contained else []
+    if runtime == "singularity":
+        for mount in mounts:
+            plan_mod.apptainer_bind(mount)
+    facts = _base_run_facts(img.base)
+    return plan_mod.RunPlan(
+        runtime=runtime, workload=workload, run_id=run_id, run_dir=str(run_dir), image=img.ref, argv=argv,
+        env=env, mounts=mounts, accelerator=img.accelerator, gpus=gpu_ids,
+        workdir=script_mod.SCRIPT_DIR if contained else str(Path.cwd()),   # as `python path/to/it.py` would
+        user=f"{os.getuid()}:{os.getgid()}" if runtime == "docker" else None,
+        ipc=facts.get("ipc") if runtime == "docker" else None, shm_size=facts.get("shm_size"),
+        ulimits=dict(facts.get("ulimits") or {}) if runtime == "docker" else {},
+        timeout=opts.timeout, base=img.base, cpuset=opts.cpuset,
+        memory=opts.memory if runtime == "docker" else None, entrypoint=list(img.entrypoint) if contained else [],
         manifest={} if opts.dry_run else host_manifest(runtime, img.ref, img.base, data))
 
 
@@ -274,8 +345,8 @@ def job_for(plan: plan_mod.RunPlan):
         return ProcessJob(plan_mod.apptainer_command(plan, exe)), plan_mod.command_line(plan, exe)
     env, dropped = clean_env(os.environ)
     if dropped:
-        warn(escape(f"ignoring {', '.join(sorted(dropped))} from your shell: dnnbench starts torchrun itself "
-                    f"(--nproc, --gpus) and a stale rendezvous would wait for ranks that never come"))
+        warn(f"ignoring {', '.join(sorted(dropped))} from your shell: dnnbench starts torchrun itself "
+             f"(--nproc, --gpus) and a stale rendezvous would wait for ranks that never come")
     env.update(plan_mod.host_env(plan))
     return ProcessJob(plan_mod.pinned(plan, plan.argv), env=env, cwd=plan.workdir), plan_mod.command_line(plan)
 
@@ -304,7 +375,7 @@ def execute(plan: plan_mod.RunPlan, *, quiet: bool = False):
     run_dir = Path(plan.run_dir)
     job, command = job_for(plan)
     with caught() as stop:   # before anything exists, so no signal can land between two steps
-        owned = claim_mod.claim(run_dir, run_id=plan.run_id, say=lambda m: warn(escape(m)))
+        owned = claim_mod.claim(run_dir, run_id=plan.run_id, say=lambda m: warn(escape(m)), resume=plan.resume)
         if hasattr(job, "env"):     # what proves the process is this run's, should it outlive us
             job.env = {**(job.env if job.env is not None else os.environ), claim_mod.TOKEN_ENV: owned.token}
         try:
@@ -391,7 +462,14 @@ def _supervised(plan, job, command, owned, stop, quiet):
         code = 130
     elif code == 0 and data["status"] != "ok":
         code = 1
+    elif code not in DOCUMENTED_EXITS:
+        code = 1    # a killed workload (137, 247), an engine's own code (125, 255): a failed run; the
+        #             raw code stays in result.json (host.exit_code) and log.txt
     return data, code
+
+
+# what `dnnbench run` exits with, and nothing else (README, "Exit codes")
+DOCUMENTED_EXITS = (0, 1, 2, 3, 4, 124, 130)
 
 
 def _append(path: Path, text: str) -> None:
@@ -404,7 +482,11 @@ def _append(path: Path, text: str) -> None:
 
 
 def run_command(opts: RunOptions) -> int:
-    plan = build_plan(opts)
+    return run_plan(build_plan(opts), opts)
+
+
+def run_plan(plan: plan_mod.RunPlan, opts: RunOptions) -> int:
+    """A plan shown (--dry-run) or executed, with the run's summary after it."""
     if opts.dry_run:
         out.print(plan_mod.describe(plan), markup=False, highlight=False)
         out.print(plan_mod.command_line(plan), markup=False, highlight=False, soft_wrap=True)

@@ -31,6 +31,11 @@ _HOST_FIELDS = [
     ("cpuset", Optional[str], None),                    # suites: a parallel copy's cores
     ("memory", Optional[str], None),                    # suites: a parallel copy's memory share
     ("run_dir", Optional[Path], None),                  # suites: the folder, when not RESULTS/<run-id>
+    ("script", Optional[Path], None),                   # run --script: the user's own training script
+    ("entry", Optional[str], None),                     # its entry file, when --script is a folder
+    ("items_per_step", Optional[int], None),            # what one of its steps holds, if no batch tells
+    ("run_to_end", bool, False),                        # let it finish instead of stopping after the windows
+    ("unit", Optional[str], None),                      # what its items are (images, samples, tokens)
 ]
 # Harness options: None (or False for flags) means the workload's own default.
 _HARNESS_FIELDS = [(o.name, bool if o.kind is bool else Optional[o.kind], False if o.kind is bool else None)

@@ -50,6 +50,8 @@ class RunPlan:
     entrypoint: list[str] = field(default_factory=list)   # the base's own (NGC's checks), run before argv
     manifest: dict = field(default_factory=dict)  # the host's reproducibility facts (image digest, commit)
     notes: list[str] = field(default_factory=list)  # what the engine would not grant, said in the result
+    nproc: int = 1                    # processes (torchrun) on this node
+    resume: bool = False              # `train --resume`: the folder holds an interrupted run to continue
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -113,6 +113,16 @@ def _shell(argv: list[str], width: int = 92) -> str:
     return text
 
 
+def _plain_text(values: list[tuple[str, str]]) -> None:
+    """Every value that reaches job.sbatch is quoted where it is a shell word, but a newline (or
+    any control character) in a path would still end a comment or an #SBATCH line and start a
+    line of its own: such values are refused, before anything is written."""
+    for what, value in values:
+        if any(ord(c) < 32 or ord(c) == 127 for c in value):
+            raise DnnbenchError(f"{what} {value!r} holds a control character (a newline would start another "
+                                f"line of the job script): use a plain path or name")
+
+
 def render(o: SlurmOptions, dry_run: bool = False) -> tuple[str, Path, str]:
     """The script, the run folder and the run id, after every check."""
     _check(o)
@@ -122,6 +132,9 @@ def render(o: SlurmOptions, dry_run: bool = False) -> tuple[str, Path, str]:
     data = run_mod.check_data(opts.data, workload, kind)
     img = _image(o, dry_run)
     run_id = opts.run_id or names.new_run_id(workload, "slurm")
+    _plain_text([("--results", str(opts.results)), ("--data", str(data or "")), ("--image", img.ref or ""),
+                 ("--partition", o.partition or ""), ("--account", o.account or ""), ("--time", o.time or ""),
+                 ("--run-id", run_id)] + [(f"--env {item.split('=', 1)[0]}", item) for item in o.env])
     run_dir = run_mod.make_run_dir(opts.results, run_id, dry_run)
     contained = opts.runtime != "host"
     gpus = o.gpus_per_node > 0

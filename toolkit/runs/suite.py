@@ -269,7 +269,7 @@ def _remove_unfinished(run_dir: Path, suite_dir: Path) -> bool:
     if _status(run_dir) not in (None, "interrupted", "running"):
         return False
     try:
-        held = locks.hold(run_dir, what=f"run folder {run_dir}")
+        held = locks.hold(run_dir, what=f"run folder {run_dir}", in_file=True)
     except DnnbenchError:
         return False
     try:

@@ -14,6 +14,9 @@ from typing import Iterator
 from dnnbench.errors import DnnbenchError
 
 
+TOKEN_ENV = "DNNBENCH_RUN_TOKEN"   # set by a run in what it starts: proof that a process is the run's
+
+
 def process_start(pid: int) -> str | None:
     """The process's start time in clock ticks since boot (/proc/PID/stat field 22), or None."""
     try:
@@ -40,7 +43,6 @@ def kill_orphan(identity: dict, token: str | None) -> bool:
     """SIGKILL a dead owner's process group, only if its leader is still the same process and
     carries the run's token in its environment: an owner record is data, and a forged one
     naming an unrelated process group must not get it killed."""
-    from dnnbench.runs.claim import TOKEN_ENV
     pgid, start = identity.get("pgid"), identity.get("start")
     if not isinstance(pgid, int) or pgid <= 1 or start is None or process_start(pgid) != start:
         return False

@@ -1,0 +1,63 @@
+"""`dnnbench train`: a workload trained to a target accuracy (dnnbench.workloads.train in the
+container), on the same runtimes, images, mounts, GPUs, torchrun, run folder and signals as
+`dnnbench run`. `--resume` continues the run folder of the same --run-id from its last good
+checkpoint."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from dnnbench import names
+from dnnbench.errors import DnnbenchError
+from dnnbench.runs import launch, plan as plan_mod
+from dnnbench.runs.options import RunOptions
+from dnnbench.workloads import options as options_mod, schema
+
+# the harness options that mean something when training (the rest time windows)
+SHARED = ("batch_size", "workers", "amp", "channels_last", "seed", "lr")
+
+
+def train_plan(opts: RunOptions, train: dict) -> plan_mod.RunPlan:
+    """Every check, then the plan: launch.build_plan's, with the training entry and its options."""
+    from dnnbench.workloads.train import TRAIN_OPTIONS
+    unused = [o.flag for o in options_mod.HOST_OPTIONS if o.name not in SHARED and getattr(opts, o.name) not in
+              (None, False)]
+    if unused:
+        raise DnnbenchError(f"{unused[0]} times benchmark windows; `dnnbench train` trains epochs (see --help)")
+    for o in TRAIN_OPTIONS:
+        why = o.problem(train.get(o.name))
+        if why:
+            raise DnnbenchError(f"{o.flag} {train.get(o.name)}: {why}")
+    if opts.data is None:
+        raise DnnbenchError("training needs --data: an ImageNet-layout folder with train/ and val/")
+    resume = bool(train.get("resume"))
+    if resume and not opts.run_id:
+        raise DnnbenchError("--resume continues a run folder: give its --run-id")
+    if resume and not opts.dry_run:
+        _check_resumable(opts.results, opts.run_id)
+    plan = launch.build_plan(opts, resume=resume)
+    contained = plan.runtime != "host"
+    python = plan.argv[0]
+    launcher = [python] if plan.nproc <= 1 else [python, "-m", "torch.distributed.run", "--standalone",
+                                                  "--nnodes=1", f"--nproc_per_node={plan.nproc}"]
+    argv = launcher + ["-m", "dnnbench.workloads.train", plan.workload,
+                       "--data", plan_mod.DATA_DIR if contained else str(Path(opts.data).resolve()),
+                       "--results", plan_mod.RESULTS_DIR if contained else plan.run_dir,
+                       "--run-id", plan.run_id, "--device", "cuda" if plan.gpus else "cpu"]
+    argv += options_mod.argv({n: getattr(opts, n) for n in SHARED})
+    for o in TRAIN_OPTIONS:
+        argv += o.argv(train.get(o.name))
+    plan.argv = argv + list(opts.extra)
+    plan.profile = None
+    return plan
+
+
+def _check_resumable(results: Path, run_id: str) -> None:
+    run_dir = names.inside(results, Path(results) / run_id, "run folder")
+    if not run_dir.is_dir():
+        raise DnnbenchError(f"--resume: {run_dir} does not exist (the --run-id of the run to continue)")
+    try:
+        status = schema.read(str(run_dir / schema.RESULT_FILE))["status"]
+    except (OSError, ValueError):
+        status = None
+    if status == "ok":
+        raise DnnbenchError(f"--resume: {run_id} already finished (status ok); train again under a new --run-id")
