@@ -192,7 +192,7 @@ def test_until_ci_ranks_stop_together_under_ddp(tmp_path):
 
 
 @pytest.mark.parametrize("args, fragment", [
-    (["--until-ci", "0"], "--until-ci must be a positive percentage"),
+    (["--until-ci", "0"], "must be above 0"),
     (["--until-ci", "5", "--max-windows", "3", "--repeat", "5"], "--max-windows must be at least --repeat"),
     (["--until-ci", "5", "--start-iter", "1", "--stop-iter", "4"], "exclude each other"),
 ])

@@ -10,7 +10,7 @@ from dnnbench.workloads import schema
 from dnnbench.workloads.options import BY_NAME, HOST_OPTIONS
 
 # result options that are not flags to pass again (set by the host, or derived by the harness)
-NOT_PASSED = {"data", "synthetic", "timed_iterations"}
+NOT_PASSED = {"data", "synthetic", "timed_iterations", "weight_decay"}   # weight_decay: the workload's own
 
 
 def load(path: Path) -> tuple[Path, dict]:
