@@ -61,11 +61,17 @@ def user_path(path, what: str = "path") -> Path:
         raise DnnbenchError(f"{what} {text!r}: cannot expand {text.split('/')[0]!r} (no such user's home)") from None
 
 
+def real(path) -> Path:
+    """A path with links and `..` resolved, never raising: a link loop stays as it is (and is
+    then refused where it is opened), where Path.resolve() raises RuntimeError on Python 3.11."""
+    return Path(os.path.realpath(os.path.expanduser(str(path))))
+
+
 def inside(root: Path, path: Path, what: str = "path") -> Path:
     """`path` resolved, after checking that it lies under `root` (both resolved, so links and
     `..` count as what they point at); a DnnbenchError otherwise."""
-    base = user_path(root, what).resolve()
-    full = user_path(path, what).resolve()
+    base = real(user_path(root, what))
+    full = real(user_path(path, what))
     if full == base or base not in full.parents:
         raise DnnbenchError(f"{what} {full} is not inside {base}: refusing to write or remove it")
     return full

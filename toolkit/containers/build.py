@@ -351,7 +351,7 @@ def pull_command(*, base: str, output: Path | None, cache_dir: Path | None, tmp_
             except OSError as exc:
                 raise DnnbenchError(f"--{var.lower().replace('dir', '-dir')} {path}: "
                                     f"{exc.strerror or exc}; give a folder") from None
-            env[f"APPTAINER_{var}"] = env[f"SINGULARITY_{var}"] = str(path.resolve())
+            env[f"APPTAINER_{var}"] = env[f"SINGULARITY_{var}"] = os.path.realpath(path)
     log_path = _log_path(Path("results/build-logs"), resolved, "pull")
     started = time.monotonic()
     with err.status(escape(f"pulling {uri}")) as status:

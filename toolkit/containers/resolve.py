@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import platform
+import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -113,7 +114,7 @@ def resolve_sif(image: str | None, base: str | None, build: bool | None) -> RunI
             raise DnnbenchError(f"no such .sif: {image} (`dnnbench build --format singularity` or "
                                 f"`dnnbench pull` makes one)")
         sif = apptainer.regular_sif(image)
-        return _sif_checked(_facts(str(sif.resolve()), apptainer.labels(sif)))
+        return _sif_checked(_facts(os.path.realpath(sif), apptainer.labels(sif)))
     if base:
         from dnnbench.containers.build import sif_path, resolve_base, singularity_build
         resolved = resolve_base(base)
@@ -124,12 +125,12 @@ def resolve_sif(image: str | None, base: str | None, build: bool | None) -> RunI
                                     f"`dnnbench build --base {base} --format singularity` first")
             singularity_build(resolved, output=None, from_docker=True, tag=None, no_cache=False,
                               build_args={}, log_dir=Path("results/build-logs"))
-        return _sif_checked(_facts(str(apptainer.regular_sif(sif).resolve()), apptainer.labels(sif)))
+        return _sif_checked(_facts(os.path.realpath(apptainer.regular_sif(sif)), apptainer.labels(sif)))
     found = sorted((p for p in Path(".").glob("dnnbench_*.sif") if p.is_file()), key=lambda p: p.stat().st_mtime,
                    reverse=True)
     if not found:
         raise DnnbenchError("no dnnbench_*.sif here: pass --image FILE.sif or --base B --build")
-    return _sif_checked(_facts(str(apptainer.regular_sif(found[0]).resolve()), apptainer.labels(found[0])))
+    return _sif_checked(_facts(os.path.realpath(apptainer.regular_sif(found[0])), apptainer.labels(found[0])))
 
 
 def host() -> RunImage:

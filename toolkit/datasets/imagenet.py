@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dnnbench.console import err, escape, info, progress, warn
-from dnnbench import locks
+from dnnbench import locks, names
 from dnnbench.errors import DnnbenchError
 from dnnbench.workloads import fileio
 
@@ -71,7 +71,7 @@ def prepare_command(kind: str, src: Path, dest: Path, val_map: Path | None, work
 def _refuse_overlap(src: Path, dest: Path) -> None:
     """--from and --to must not overlap (links resolved): DEST's staging is removed, and the
     tars are only ever read. `--from out/.partial --to out` once deleted the user's tars."""
-    a, b = src.resolve(), dest.resolve()
+    a, b = names.real(src), names.real(dest)
     if a == b or a in b.parents or b in a.parents:
         raise DnnbenchError(f"--from {src} and --to {dest} overlap (one is inside the other): the tars "
                             f"stay untouched, so extract them into a folder of its own")
@@ -142,7 +142,7 @@ def _fingerprint(src: Path, val_map: Path | None) -> dict:
     if val_map is not None:
         files.append(val_map)
     stats = {p: p.stat() for p in files}
-    return {str(p.resolve()): [st.st_size, st.st_mtime_ns] for p, st in stats.items()}
+    return {os.path.realpath(p): [st.st_size, st.st_mtime_ns] for p, st in stats.items()}
 
 
 def _open_index(path: Path) -> tarfile.TarFile:
@@ -177,7 +177,7 @@ def _train_units(src: Path) -> list[Unit]:
     loose = sorted(p for d in (src, src / "train") if d.is_dir() for p in d.glob("n*.tar") if WNID.fullmatch(p.stem))
     for p in loose:
         if not p.is_file():     # links followed; a FIFO or device named like a class tar is not read
-            raise DnnbenchError(f"{p} is {fileio.kind_at(str(p.resolve()))}, not a class tar: remove it from --from")
+            raise DnnbenchError(f"{p} is {fileio.kind_at(os.path.realpath(p))}, not a class tar: remove it from --from")
     if loose:
         return [Unit(f"train/{p.stem}", p, 0, p.stat().st_size) for p in loose]
     raise DnnbenchError(f"{src} has no {TRAIN_TAR} (nor nXXXXXXXX.tar class tars): "

@@ -41,6 +41,15 @@ def _png(fig) -> bytes:
 
 
 def plots(jobs: dict) -> list[tuple[str, bytes]]:
+    """The plots, with matplotlib's own warnings (a glyph a name uses that the font lacks) kept
+    off the terminal: they say nothing about the figures."""
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return _plots(jobs)
+
+
+def _plots(jobs: dict) -> list[tuple[str, bytes]]:
     """throughput.png (per job, one bar per system: the headline, its 95 % CI as error bars) and, for every workload
     run at several batch sizes, scaling-<workload>.png (throughput vs batch size); made in memory,
     named with safe file names whatever the workloads are called."""

@@ -48,7 +48,7 @@ def check_data(data: Path | None, workload: str, kind: str | None) -> Path | Non
     if kind is None:
         raise DnnbenchError(f"{workload} has no real-data path: drop --data (it runs on synthetic data)")
     from dnnbench.workloads import data as data_mod
-    path = data.expanduser().resolve()
+    path = names.real(names.user_path(data, "--data"))
     found = data_mod.problems(str(path), kind)
     if found:
         more = f" (and {len(found) - 1} more problems: `dnnbench data verify {data} --kind {kind}`)" if len(found) > 1 else ""
@@ -290,7 +290,7 @@ def script_plan(opts: RunOptions, runtime: str) -> plan_mod.RunPlan:
         names.path_component(opts.unit, "--unit")
     data = None
     if opts.data is not None:
-        data = names.user_path(opts.data, "--data").resolve()
+        data = names.real(names.user_path(opts.data, "--data"))
         if not data.is_dir():
             raise DnnbenchError(f"--data {opts.data} is not a folder")
     workload = workload_name(entry)

@@ -10,6 +10,7 @@ NVIDIA's DeepLearningExamples).
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from dnnbench.errors import DnnbenchError
@@ -24,7 +25,7 @@ def locate(path: Path, entry: str | None = None) -> tuple[Path, str]:
     """(the folder to mount, the entry file's name in it); one error line when there is none."""
     path = Path(path).expanduser()
     if fileio.is_real_dir(str(path)):
-        folder = path.resolve()
+        folder = Path(os.path.realpath(path))
         names = [entry] if entry else list(ENTRIES)
         for name in names:
             if "/" in name or name in ("", ".", ".."):
@@ -37,7 +38,7 @@ def locate(path: Path, entry: str | None = None) -> tuple[Path, str]:
     if not fileio.is_regular(str(path)):
         what = fileio.kind_at(str(path))
         raise DnnbenchError(f"--script {path}: {what}, not a Python script file")
-    return path.resolve().parent, path.name
+    return Path(os.path.realpath(path)).parent, path.name
 
 
 def arguments(extra: list[str], data_in: str | None) -> list[str]:

@@ -40,7 +40,7 @@ def train_plan(opts: RunOptions, train: dict) -> plan_mod.RunPlan:
     launcher = [python] if plan.nproc <= 1 else [python, "-m", "torch.distributed.run", "--standalone",
                                                   "--nnodes=1", f"--nproc_per_node={plan.nproc}"]
     argv = launcher + ["-m", "dnnbench.workloads.train", plan.workload,
-                       "--data", plan_mod.DATA_DIR if contained else str(Path(opts.data).resolve()),
+                       "--data", plan_mod.DATA_DIR if contained else str(names.real(opts.data)),
                        "--results", plan_mod.RESULTS_DIR if contained else plan.run_dir,
                        "--run-id", plan.run_id, "--device", "cuda" if plan.gpus else "cpu"]
     argv += options_mod.argv({n: getattr(opts, n) for n in SHARED})

@@ -107,7 +107,7 @@ def regular_sif(path) -> Path:
     if not path.exists():
         raise DnnbenchError(f"{path} does not exist (`dnnbench images` lists the .sif files built here)")
     if not path.is_file():
-        raise DnnbenchError(f"{path} is {fileio.kind_at(str(path.resolve()))}, not a .sif image file")
+        raise DnnbenchError(f"{path} is {fileio.kind_at(os.path.realpath(path))}, not a .sif image file")
     try:
         with fileio.open_input(path) as fh:
             head = fh.read(256)
