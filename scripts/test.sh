@@ -16,10 +16,18 @@ export PATH="$PWD/.venv/bin:$PATH"   # hadolint, vermin, dnnbench from the venv
 if [ $# -gt 0 ]; then
     exec .venv/bin/python -m pytest -q -p no:cacheprovider "$@"
 fi
-.venv/bin/python -m pytest -q -p no:cacheprovider --durations=15   # the slowest tests, to watch CI time
+# Every phase runs, whatever an earlier one did; the failures of all of them are listed at the end.
+failed=()
+phase() {   # phase NAME COMMAND...: run it, remember a failure, go on
+    local name=$1; shift
+    echo "== $name"
+    if "$@"; then echo "== $name: passed"; else failed+=("$name (exit $?)"); echo "== $name: FAILED"; fi
+}
+
+phase "tests" .venv/bin/python -m pytest -q -p no:cacheprovider --durations=15   # the slowest, to watch CI time
 
 hogs=()
-stop_hogs() { if [ ${#hogs[@]} -gt 0 ]; then kill "${hogs[@]}" 2>/dev/null || true; fi; }
+stop_hogs() { if [ ${#hogs[@]} -gt 0 ]; then kill "${hogs[@]}" 2>/dev/null || true; fi; hogs=(); }
 trap stop_hogs EXIT
 trap 'stop_hogs; exit 130' INT TERM
 for _ in $(seq "$(nproc)"); do
@@ -27,4 +35,12 @@ for _ in $(seq "$(nproc)"); do
     hogs+=("$!")
 done
 echo "signal tests again, beside ${#hogs[@]} busy processes"
-.venv/bin/python -m pytest -q -p no:cacheprovider -m signals
+phase "signal tests beside a CPU hog" .venv/bin/python -m pytest -q -p no:cacheprovider -m signals
+stop_hogs
+
+if [ ${#failed[@]} -gt 0 ]; then
+    echo "FAILED phases:"
+    printf '  %s\n' "${failed[@]}"
+    exit 1
+fi
+echo "all phases passed"
