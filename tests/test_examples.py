@@ -12,7 +12,7 @@ import pytest
 from tests import ilsvrc
 from tests.helpers import ROOT, dnnbench
 
-NEEDS_DRY_RUN = {"run", "slurm", "build"}
+NEEDS_DRY_RUN = {"run", "slurm", "build", "train"}
 
 
 def readme_examples() -> list[str]:
@@ -29,7 +29,7 @@ def readme_examples() -> list[str]:
 
 def help_examples() -> list[str]:
     from dnnbench.cli import app, runs
-    texts = [runs.RUN_HELP, runs.SLURM_HELP, app.info.help]
+    texts = [runs.RUN_HELP, runs.SLURM_HELP, runs.TRAIN_HELP, app.info.help]
     found = []
     for text in texts:
         found += [m.strip() for m in re.findall(r"^\s+(dnnbench [^(\n]+)", text, flags=re.M)]
@@ -56,7 +56,13 @@ def stand_ins(tmp_path_factory):
                    "--batch-size", 2, "--number", 1, "--repeat", 1, "--warmup", 0, "--profile", "torch", "-q",
                    cwd=root, check=0, timeout=900)
     assert run.returncode == 0
-    return {"~/downloads": str(downloads), "/data/imagenet": str(root / "prepared"), "/imagenet": str(fake),
+    # a user's script, as a file and as a checkout with its main.py
+    script = ROOT / "tests" / "fixtures" / "scripts" / "imagenet_like.py"
+    checkout = root / "examples" / "imagenet"
+    checkout.mkdir(parents=True)
+    (checkout / "main.py").write_bytes(script.read_bytes())
+    return {"~/downloads": str(downloads), "train.py": str(script), "main.py": str(checkout / "main.py"),
+            "~/examples/imagenet": str(checkout), "DIGITS": str(fake), "/data/imagenet": str(root / "prepared"), "/imagenet": str(fake),
             "results/<run-id>": str(results / "example"), "results/": str(results) + "/"}
 
 
@@ -64,11 +70,13 @@ def _as_run_here(example: str, stand_ins: dict, tmp_path) -> list[str]:
     pattern = "|".join(re.escape(p) for p in sorted(stand_ins, key=len, reverse=True))
     example = re.sub(pattern, lambda m: stand_ins[m.group(0)], example)   # one pass: no nested replacing
     argv = shlex.split(example)[1:]
-    if argv[0] in NEEDS_DRY_RUN and "--dry-run" not in argv:
-        argv.append("--dry-run")
-    if argv[0] in ("run", "slurm") and "--results" not in argv:
-        argv += ["--results", str(tmp_path)]
-    return argv
+    cut = argv.index("--") if "--" in argv else len(argv)   # what follows `--` is the script's
+    ours, theirs = argv[:cut], argv[cut:]
+    if ours[0] in NEEDS_DRY_RUN and "--dry-run" not in ours:
+        ours.append("--dry-run")
+    if ours[0] in ("run", "slurm", "train") and "--results" not in ours:
+        ours += ["--results", str(tmp_path)]
+    return ours + theirs
 
 
 @pytest.mark.parametrize("source", ["readme", "help"])

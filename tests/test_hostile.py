@@ -249,7 +249,7 @@ SUITES = [
     ("jobs:\n  - workload: resnet18\n    options: {seed: 1.5}\n", ":3: options.seed"),
     ("jobs:\n  - workload: resnet18\n    options: {compile: 'yes'}\n", ":3: options.compile"),
     ("jobs:\n  - workload: resnet18\n    options: {results: /etc}\n", "unknown option"),
-    ("jobs:\n  - workload: resnet18\n    options: {number: 0}\n", "--number"),
+    ("jobs:\n  - workload: resnet18\n    options: {number: 0}\n", "options.number"),
     ("jobs:\n  - workload: resnet18\n    options: {warmup: -1}\n", ":3: options.warmup"),
     ("jobs:\n  - workload: resnet18\n    options: {workers: true}\n", ":3: options.workers"),
     ("jobs:\n  - workload: resnet18\n    amp: [fp8]\n", ":3: amp"),

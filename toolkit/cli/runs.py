@@ -145,7 +145,7 @@ TRAIN_HELP = """Train a workload to a target accuracy: epochs, evaluation, check
 
 The pytorch/examples ImageNet recipe for the image classifiers (SGD momentum 0.9, weight decay
 1e-4, lr 0.1 x batch/256 divided by 10 every --lr-step epochs; RandomResizedCrop + flip, Resize +
-CenterCrop; top-1/top-5) on the same runtimes, images, GPUs and run folder as `dnnbench run`.
+CenterCrop; top-1/top-5) on the same runtimes, images, GPUs and run folder as a benchmark run.
 The result has every epoch (train loss and throughput, eval top-1/top-5, time on the clock) and
 the time to target (training, evaluation and data loading on the clock, as MLPerf counts it).
 
