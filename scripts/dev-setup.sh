@@ -14,11 +14,15 @@ log() { printf '[dev-setup] %s\n' "$*"; }
 
 bash scripts/setup-engines.sh
 bash scripts/setup-slurm.sh
-# Debian's headless Chromium: the HTML report's test opens the page in a real browser
-if ! command -v chromium >/dev/null; then
-  log "apt-get install chromium"
-  apt-get install -y -qq --no-install-recommends chromium >/dev/null 2>&1 \
-    || { apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium >/dev/null; }
+# Debian's headless Chromium: the HTML report's test opens the page in a real browser;
+# tmux: the screens are read in a real 80x24 terminal
+missing=()
+command -v chromium >/dev/null || missing+=(chromium)
+command -v tmux >/dev/null || missing+=(tmux)
+if [ ${#missing[@]} -gt 0 ]; then
+  log "apt-get install ${missing[*]}"
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null 2>&1 \
+    || { apt-get update -qq && apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null; }
 fi
 PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then

@@ -32,6 +32,7 @@ def help_examples() -> list[str]:
     texts = [runs.RUN_HELP, runs.SLURM_HELP, runs.TRAIN_HELP, app.info.help]
     found = []
     for text in texts:
+        text = text.replace("\\\n", " ")   # continued lines
         found += [m.strip() for m in re.findall(r"^\s+(dnnbench [^(\n]+)", text, flags=re.M)]
         found += re.findall(r"`(dnnbench [^`]+)`", text)
     return [" ".join(f.split()) for f in found]

@@ -50,3 +50,69 @@ def progress(*columns, transient: bool = False):
     from rich.progress import BarColumn, Progress
     return Progress("[progress.description]{task.description}", BarColumn(), *columns, console=err,
                     transient=transient)
+
+
+class Column:
+    """A table column. `key` columns name the row: never wrapped, never hidden. The others wrap
+    between words only and, when the terminal is too narrow for every column, the lowest `rank`
+    goes first (behind --wide)."""
+
+    def __init__(self, header: str, *, key: bool = False, right: bool = False, rank: int = 1):
+        self.header, self.key, self.right, self.rank = header, key, right, rank
+
+
+def fit_table(title: str, columns: list, rows: list, *, wide: bool = False, console=None):
+    """A rich Table of `rows` (markup-escaped cells) that fits the console's width without
+    splitting a word: each column is at least as wide as its longest word (a key column as its
+    longest cell); columns are hidden, lowest rank first, until that minimum fits. Returns the
+    table and the headers it hid (none with `wide`, which prints at the table's natural width)."""
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+    console = console or out
+    plain = [[Text.from_markup(c).plain for c in row] for row in rows]
+
+    def least(i: int, col: Column) -> int:
+        cells = [col.header] + [row[i] for row in plain]
+        if col.key:
+            return max(len(c) for c in cells)
+        return max((len(word) for c in cells for word in c.split()), default=1)
+    mins = [least(i, c) for i, c in enumerate(columns)]
+    most = [max([len(c.header)] + [len(row[i]) for row in plain]) for i, c in enumerate(columns)]
+    shown = list(range(len(columns)))
+    room = 10_000 if wide else console.width
+    while sum(mins[i] + 3 for i in shown) - 3 > room:   # a column: its width, then pad, rule, pad
+        droppable = [i for i in shown if not columns[i].key]
+        if not droppable:
+            break
+        shown.remove(min(reversed(droppable), key=lambda i: columns[i].rank))   # the rightmost of the lowest rank
+    # widths fixed here, not by rich (which would shrink a column below its longest word): each
+    # gets its minimum, then the room left is shared in proportion to what each could still use
+    spare = room - (sum(mins[i] + 3 for i in shown) - 3)
+    wants = {i: most[i] - mins[i] for i in shown}
+    total = sum(wants.values())
+    widths = {i: mins[i] + (wants[i] if total <= spare else wants[i] * spare // total) for i in shown}
+    table = Table(title=title, box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    for i in shown:
+        c = columns[i]
+        table.add_column(c.header, justify="right" if c.right else "left", no_wrap=c.key,
+                         overflow="fold", width=max(widths[i], 1))
+    for row in rows:
+        table.add_row(*[row[i] for i in shown])
+    return table, [columns[i].header for i in range(len(columns)) if i not in shown]
+
+
+def print_table(title: str, columns: list, rows: list, *, wide: bool = False, console=None) -> None:
+    """fit_table, printed, with one line naming what did not fit."""
+    console = console or out
+    table, hidden = fit_table(title, columns, rows, wide=wide, console=console)
+    if wide:
+        from rich.console import Console
+        natural = Console(width=10_000).measure(table).maximum
+        wide_console = Console(file=console.file, width=max(console.width, natural),
+                               highlight=False, emoji=False, force_terminal=console.is_terminal)
+        wide_console.print(table)
+        return
+    console.print(table)
+    if hidden:
+        console.print(f"(hidden: {escape(', '.join(hidden))}; --wide shows them)", style="dim")

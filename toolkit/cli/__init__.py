@@ -12,8 +12,16 @@ from dnnbench.errors import DnnbenchError
 
 from . import data, images, results, runs
 
+try:   # help text wraps between words only: `--start-iter` or `time-workload-random` never split
+    from typer._click._textwrap import TextWrapper as _HelpWrapper
+    _HelpWrapper.break_on_hyphens = False
+    _HelpWrapper.break_long_words = False
+except ImportError:   # another typer layout: its default wrapping still reads
+    pass
+
 app = typer.Typer(
     name="dnnbench", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+    rich_markup_mode=None,   # Click's plain help: it reflows to the terminal (80 columns) without boxes
     help="Build and run containerized PyTorch DNN training benchmarks.\n\n"
          "Typical flow: `dnnbench build --base ngc-24.10`, then "
          "`dnnbench run resnet50 --synthetic --gpus 0`, then `dnnbench report results/`.")

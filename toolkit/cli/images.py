@@ -7,10 +7,11 @@ from typing import List, Optional
 import typer
 
 
-def bases(family: Optional[str] = typer.Option(None, help="Only this family (ngc, rocm, powerai, cpu).")):
+def bases(family: Optional[str] = typer.Option(None, help="Only this family (ngc, rocm, powerai, cpu)."),
+          wide: bool = typer.Option(False, "--wide", help="Every column, however wide the table.")):
     """List the bases in the catalog, with their facts."""
     from dnnbench.containers.listing import bases_table
-    bases_table(family)
+    bases_table(family, wide)
 
 
 def render(
@@ -64,10 +65,11 @@ def pull(
     pull_command(base=base, output=output, cache_dir=cache_dir, tmp_dir=tmp_dir, force=force)
 
 
-def images(sif_dir: List[Path] = typer.Option([Path(".")], "--sif-dir", help="Folders to scan for .sif files.")):
+def images(sif_dir: List[Path] = typer.Option([Path(".")], "--sif-dir", help="Folders to scan for .sif files."),
+           wide: bool = typer.Option(False, "--wide", help="Every column, however wide the table.")):
     """List the images and .sif files dnnbench built."""
     from dnnbench.containers.listing import images_table
-    images_table(sif_dir)
+    images_table(sif_dir, wide)
 
 
 def doctor():

@@ -19,6 +19,7 @@ def report(
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write here instead of stdout."),
     plots: Optional[Path] = typer.Option(None, "--plots", help="Write PNG plots into this folder."),
     wide_csv: Optional[Path] = typer.Option(None, "--wide-csv", help="Also write a Lambda-style CSV (system x job)."),
+    wide: bool = typer.Option(False, "--wide", help="The table with every column, however wide."),
     strict: bool = typer.Option(False, "--strict", help="Fail (exit 2) when any result file is skipped as "
                                                          "unreadable; without it each is named on stderr."),
 ):
@@ -29,17 +30,19 @@ def report(
     diff %, a verdict (pass, fail, or inconclusive when the CI straddles a bound) and a score
     (weighted geometric mean of ratios). Exit 1 when a job fails its target."""
     from dnnbench.results.report import report_command
-    raise typer.Exit(report_command(results, fmt, baseline, weight, tolerance, output, plots, wide_csv, strict))
+    raise typer.Exit(report_command(results, fmt, baseline, weight, tolerance, output, plots, wide_csv, strict,
+                                     wide=wide))
 
 
 def compare(a: Path = typer.Argument(..., help="Results of machine/image A."),
             b: Path = typer.Argument(..., help="Results of machine/image B."),
             tolerance: float = typer.Option(0.05, "--tolerance", callback=in_range(BY_NAME["tolerance"]), help="Same when the 95% CI of B/A is within 1 +- this."),
-            strict: bool = typer.Option(False, "--strict", help="Fail (exit 2) when any result file is skipped.")):
+            strict: bool = typer.Option(False, "--strict", help="Fail (exit 2) when any result file is skipped."),
+            wide: bool = typer.Option(False, "--wide", help="The table with every column, however wide.")):
     """Two result sets side by side, job by job: throughput (sum_items/sum_seconds) with its 95% CI,
     B/A with its 95% CI, and a verdict: same, faster, slower or inconclusive."""
     from dnnbench.results.report import compare_command
-    compare_command(a, b, tolerance, strict)
+    compare_command(a, b, tolerance, strict, wide)
 
 
 profile_app = typer.Typer(help="Profiles: what --profile left in a run, as tables.", no_args_is_help=True)

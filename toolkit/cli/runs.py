@@ -7,6 +7,7 @@ from typing import List, Optional
 import typer
 
 from dnnbench.cli.harness_options import choice, in_range, plain, with_harness_options
+from dnnbench.errors import DnnbenchError
 from dnnbench.workloads.options import BY_NAME
 from dnnbench.runs.options import PROFILERS, RUNTIMES, RunOptions
 
@@ -16,15 +17,14 @@ Profiler = choice("Profiler", PROFILERS)
 
 RUN_HELP = """Run one workload in a container (or on the host) and keep its result.
 
-Examples:
+Examples (the second starts one process per GPU under torchrun):
 
+\b
   dnnbench run resnet50 --gpus 0 --amp fp16 --channels-last
-
-  dnnbench run inception_v3 --data /imagenet --gpus 0,1      (torchrun, one process per GPU)
-
+  dnnbench run inception_v3 --data /imagenet --gpus 0,1
   dnnbench run resnet18 --base cpu --build --number 5 --repeat 3
-
-  dnnbench run wlm --runtime singularity --image dnnbench_ngc-24.10.sif --gpus all
+  dnnbench run wlm --runtime singularity --image dnnbench_ngc-24.10.sif \\
+      --gpus all
 
 Options after `--` go to the workload unchanged (`python -m dnnbench.workloads W --help`).
 
@@ -32,7 +32,9 @@ Your own script, measured without a change (windows of its optimizer steps, item
 DataLoader batches; with --data, the dataset's path comes first among its arguments, or
 replaces a `{data}` in them):
 
+\b
   dnnbench run --script main.py --data /imagenet -- -a resnet18 -b 64 -j 8
+
 The dataset is mounted read-only at /data, the run folder read-write at /results; the run
 folder results/<run-id>/ gets plan.json, log.txt and result.json whatever happens.
 
@@ -98,9 +100,11 @@ result with every rank's numbers into RESULTS/<run-id>/, next to the script and 
 
 Examples:
 
-  dnnbench slurm resnet50 --image dnnbench_ngc-24.10.sif --nodes 2 --gpus-per-node 8 --partition gpu --time 30 --scaling --submit
-
-  dnnbench slurm bert --base ngc-24.10 --nodes 4 --gpus-per-node 4 --setup 'module load apptainer' --dry-run
+\b
+  dnnbench slurm resnet50 --image dnnbench_ngc-24.10.sif --nodes 2 \\
+      --gpus-per-node 8 --partition gpu --time 30 --scaling --submit
+  dnnbench slurm bert --base ngc-24.10 --nodes 4 --gpus-per-node 4 \\
+      --setup 'module load apptainer' --dry-run
 
 Options after `--` go to the workload unchanged."""
 
@@ -154,7 +158,9 @@ checkpoints at the next step and exits 130; `--resume --run-id ID` continues fro
 
 Example:
 
-  dnnbench train resnet18 --data DIGITS --image-size 32 --target-accuracy 90 --epochs 30"""
+\b
+  dnnbench train resnet18 --data DIGITS --image-size 32 \\
+      --target-accuracy 90 --epochs 30"""
 
 
 def _train_options():
@@ -190,22 +196,29 @@ def train(
     raise typer.Exit(run_plan(train_plan(opts, train), opts))
 
 
-def workloads():
-    """List the workloads: dataset layout, unit, the reference each follows, its parameters and how it differs."""
-    from dnnbench.console import escape
-    from rich.table import Table
+def workloads(name: Optional[str] = typer.Argument(None, help="One workload: its reference, parameters and "
+                                                             "how it differs, in full."),
+              wide: bool = typer.Option(False, "--wide", help="Every column, however wide.")):
+    """List the workloads (dataset layout, unit, parameters, the reference each follows); with a
+    name, that workload in full: its reference and how it differs."""
+    from rich.text import Text
 
-    from dnnbench.console import out
+    from dnnbench.console import Column, escape, out, print_table
     from dnnbench.workloads import WORKLOADS
-    table = Table(title="workloads", show_lines=True)
-    for col, kw in (("workload", {"no_wrap": True}), ("--data", {"no_wrap": True}), ("unit", {"no_wrap": True}),
-                    ("M params", {"no_wrap": True, "justify": "right"}),
-                    ("reference (paper or code, config, data)", {"ratio": 1}), ("differs", {"ratio": 1})):
-        table.add_column(col, **kw)
-    for name, spec in sorted(WORKLOADS.items()):
-        table.add_row(name, spec.data_kind or "synthetic", f"{spec.unit}/s",
-                      f"{spec.params_m:.2f}" if spec.params > 1 else "-", escape(spec.reference), escape(spec.differs))
-    out.print(table)
+    if name is not None:
+        spec = WORKLOADS.get(name)
+        if spec is None:
+            raise DnnbenchError(f"unknown workload {name!r}; `dnnbench workloads` lists them")
+        params = f"{spec.params_m:.2f} M parameters" if spec.params > 1 else "no parameters"
+        out.print(Text(f"{name}: --data {spec.data_kind or 'synthetic only'}, {spec.unit}/s, {params}"))
+        for label, text in (("reference", spec.reference), ("differs", spec.differs)):
+            out.print(Text(f"\n{label}: {text}"))
+        return
+    columns = [Column("workload", key=True), Column("--data", rank=6), Column("unit", rank=7),
+               Column("M params", right=True, rank=5), Column("reference", rank=1)]
+    rows = [[name, spec.data_kind or "synthetic", f"{spec.unit}/s", f"{spec.params_m:.2f}" if spec.params > 1 else "-",
+             escape(spec.reference.split(":")[0].split(" (")[0])] for name, spec in sorted(WORKLOADS.items())]
+    print_table("workloads (`dnnbench workloads NAME`: one in full)", columns, rows, wide=wide)
 
 
 suite_app = typer.Typer(help="Suites: many runs from one YAML file.", no_args_is_help=True)

@@ -4,9 +4,8 @@ from __future__ import annotations
 import shutil
 import subprocess
 
-from rich.table import Table
 
-from dnnbench.console import escape, out
+from dnnbench.console import Column, escape, print_table
 
 
 def _cmd(argv: list[str]) -> str | None:
@@ -41,9 +40,7 @@ def doctor_command() -> int:
     """Print the checks; return 0 when at least one engine can run workloads."""
     from dnnbench.containers.engines import apptainer, docker
 
-    table = Table(title="dnnbench doctor")
-    for col in ("piece", "status", "hint"):
-        table.add_column(col, overflow="fold")
+    table = _Rows()
     dv = docker.available()
     why = docker.unreachable()
     table.add_row("docker engine", f"[green]{escape(dv)}[/]" if dv else "[red]unreachable[/]",
@@ -67,5 +64,16 @@ def doctor_command() -> int:
         tv = None
     table.add_row("PyTorch on the host", escape(tv or "not installed"),
                   "" if tv else escape("only needed for --runtime host: pip install 'dnnbench[torch]'"))
-    out.print(table)
+    print_table("dnnbench doctor", [Column("piece", rank=9), Column("status", rank=9), Column("hint", rank=8)],
+                table.rows)
     return 0 if (dv or av or tv) else 1
+
+
+class _Rows:
+    """The checks' rows, in the order they ran."""
+
+    def __init__(self):
+        self.rows: list[list[str]] = []
+
+    def add_row(self, *cells: str) -> None:
+        self.rows.append(list(cells))

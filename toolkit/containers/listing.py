@@ -5,10 +5,8 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from rich.table import Table
-
 from dnnbench.containers import catalog, recipes
-from dnnbench.console import escape, out, warn
+from dnnbench.console import Column, escape, print_table, warn
 from dnnbench.errors import DnnbenchError
 
 
@@ -23,27 +21,30 @@ def _age(seconds: float) -> str:
     return f"{seconds:.0f}s"
 
 
-def bases_table(family: str | None) -> None:
+BASE_COLUMNS = [Column("base", key=True), Column("pytorch", rank=5), Column("cuda/rocm", rank=5),
+                Column("python", rank=4), Column("distro", rank=3), Column("arch", rank=2),
+                Column("profilers", rank=2), Column("env", rank=1), Column("image", rank=0)]
+
+
+def bases_table(family: str | None, wide: bool = False) -> None:
     rows = [b for b in catalog.catalog().values() if family in (None, b.family)]
     if not rows:
         families = sorted({b.family for b in catalog.catalog().values()})
         raise DnnbenchError(f"no bases in family {family!r}; families: {', '.join(families)}")
-    table = Table(title="dnnbench bases (also: any ngc-YY.MM, local:IMAGE)")
-    for col in ("base", "image", "arch", "distro", "python", "pytorch", "cuda/rocm", "profilers", "env"):
-        table.add_column(col, overflow="fold")
-    for b in rows:
-        table.add_row(*map(escape, (b.name, b.image, b.arch, b.distro, b.python, b.pytorch or "?",
-                                    b.cuda or b.rocm or "-", ",".join(b.profilers) or "-",
-                                    " ".join(f"{k}={v}" for k, v in b.env.items()) or "-")))
-    out.print(table)
+    cells = [list(map(escape, (b.name, b.pytorch or "?", b.cuda or b.rocm or "-", b.python, b.distro, b.arch,
+                               ",".join(b.profilers) or "-", " ".join(f"{k}={v}" for k, v in b.env.items()) or "-",
+                               b.image))) for b in rows]
+    print_table("dnnbench bases (also: any ngc-YY.MM, local:IMAGE)", BASE_COLUMNS, cells, wide=wide)
 
 
-def images_table(sif_dirs: list[Path]) -> None:
+IMAGE_COLUMNS = [Column("image", key=True), Column("kind", rank=5), Column("base", rank=4),
+                 Column("size", right=True, rank=3), Column("age", right=True, rank=3), Column("recipe", rank=1)]
+
+
+def images_table(sif_dirs: list[Path], wide: bool = False) -> None:
     from dnnbench.containers.engines import apptainer, docker
 
-    table = Table(title="images built by dnnbench")
-    for col in ("image", "kind", "base", "size", "age", "recipe sha256"):
-        table.add_column(col, overflow="fold")
+    rows = []
     now = time.time()
     try:
         docker.client()
@@ -59,9 +60,9 @@ def images_table(sif_dirs: list[Path]) -> None:
             except ValueError:
                 age = 0
             labels = img["labels"]
-            table.add_row(*map(escape, (", ".join(img["tags"]) or img["id"], "docker",
+            rows.append(list(map(escape, (", ".join(img["tags"]) or img["id"], "docker",
                                         labels.get(recipes.LABEL_BASE, "?"), _size(img["size"]), _age(age),
-                                        labels.get(recipes.LABEL_SHA, "?")[:12])))
+                                        labels.get(recipes.LABEL_SHA, "?")[:12]))))
     for folder in sif_dirs:
         if not Path(folder).is_dir():
             raise DnnbenchError(f"--sif-dir {folder} is not a folder")
@@ -72,6 +73,6 @@ def images_table(sif_dirs: list[Path]) -> None:
             if recipes.LABEL_BASE not in labels:
                 continue
             st = sif.stat()
-            table.add_row(*map(escape, (sif, "sif", labels[recipes.LABEL_BASE], _size(st.st_size),
-                                        _age(now - st.st_mtime), labels.get(recipes.LABEL_SHA, "?")[:12])))
-    out.print(table)
+            rows.append(list(map(escape, (sif, "sif", labels[recipes.LABEL_BASE], _size(st.st_size),
+                                        _age(now - st.st_mtime), labels.get(recipes.LABEL_SHA, "?")[:12]))))
+    print_table("images built by dnnbench", IMAGE_COLUMNS, rows, wide=wide)

@@ -83,40 +83,42 @@ def verdict_of(data: dict) -> dict:
     return verdict.judge(data)
 
 
-def summary_table(results: list[tuple[Path, dict]]):
-    from rich.table import Table
-
-    from dnnbench.console import escape
+def summary_table(results: list[tuple[Path, dict]]) -> tuple[str, list, list]:
+    """Title, columns and rows of the runs' summary (a `per GPU` column only when a run used GPUs)."""
+    from dnnbench.console import Column, escape
 
     from dnnbench.results import numbers
     from dnnbench.workloads import stats
 
-    table = Table(title=f"dnnbench results (throughput = {numbers.STATISTIC} over the timed windows)")
-    for col, justify in (("workload", "left"), ("status", "left"), ("throughput", "right"),
-                         ("+-95% CI %", "right"), ("window median", "right"), ("per GPU", "right"),
-                         ("batch", "right"), ("amp", "left"), ("device", "left"),
-                         ("verdict", "left")):
-        table.add_column(col, justify=justify, overflow="fold")
+    on_gpus = any((data.get("system") or {}).get("gpus") for _, data in results)
+    columns = [Column("workload", key=True), Column("status", rank=9), Column("throughput", right=True, rank=9),
+               Column("+-95% CI %", right=True, rank=8), Column("window median", right=True, rank=3)]
+    columns += [Column("per GPU", right=True, rank=2)] if on_gpus else []
+    columns += [Column("batch", right=True, rank=4), Column("amp", rank=2), Column("device", rank=3),
+                Column("verdict", rank=6)]
+    rows = []
     for path, data in results:
         head = numbers.run_headline(data)
         per = stats.headline(numbers.streams(data)[0][1])
         opts = data.get("options") or {}
         status = data.get("status", "?")
         colour = "green" if status == "ok" else "red"
-        table.add_row(escape(str(data.get("workload", "?"))), f"[{colour}]{escape(str(status))}[/]",
-                      f"{numbers.fmt(head['value'])} {escape(str(data.get('unit', '')))}",
-                      number(head["ci95_pct"]), numbers.fmt(head["median"]), numbers.fmt(per["value"]),
-                      escape(str(opts.get("batch_size", "-"))), escape(str(opts.get("amp", "-"))),
-                      escape(gpu_name(data)), escape(verdict_of(data)["label"]))
-    return table
+        row = [escape(str(data.get("workload", "?"))), f"[{colour}]{escape(str(status))}[/]",
+               f"{numbers.fmt(head['value'])} {escape(str(data.get('unit', '')))}",
+               number(head["ci95_pct"]), numbers.fmt(head["median"])]
+        row += [numbers.fmt(per["value"])] if on_gpus else []
+        row += [escape(str(opts.get("batch_size", "-"))), escape(str(opts.get("amp", "-"))),
+                escape(gpu_name(data)), escape(verdict_of(data)["label"])]
+        rows.append(row)
+    return f"dnnbench results (throughput = {numbers.STATISTIC} over the timed windows)", columns, rows
 
 
 def show_outcome(run_dir: Path, data: dict) -> None:
     """After a run: its summary row, and what went wrong when it did."""
     from rich.text import Text
 
-    from dnnbench.console import err, escape, out
-    out.print(summary_table([(run_dir, data)]))
+    from dnnbench.console import err, escape, out, print_table
+    print_table(*summary_table([(run_dir, data)]))
     v = verdict_of(data)
     if v["label"] != "unknown":
         out.print(Text(f"{v['label']}: " + "; ".join(v["evidence"]) + (f"\nhint: {v['hint']}" if v["hint"] else "")))

@@ -296,7 +296,14 @@ def md_cell(text: str) -> str:
     return visible(text, one_line=True).replace("\\", "\\\\").replace("|", "\\|")
 
 
-def render(table: list[dict], fmt: str, *, total_score: float | None, with_baseline: bool) -> str | None:
+# which columns a narrow terminal keeps longest (system and job name the row: always kept)
+RANK = {"throughput": 9, "ci95_pct": 8, "unit": 7, "target_verdict": 7, "target": 7, "verdict": 6, "scaling": 6,
+        "diff_pct": 6, "n": 5, "trimmed": 5, "failed": 4, "world_size": 4, "median": 3, "sd_pct": 2,
+        "trimmed_n": 2, "bounds": 2}
+
+
+def render(table: list[dict], fmt: str, *, total_score: float | None, with_baseline: bool,
+           wide: bool = False) -> str | None:
     cols = columns(table, with_baseline)
     if fmt == "json":   # strict JSON: a NaN or infinity becomes null, never the invalid `Infinity`
         return json.dumps(fileio.clean_json({"statistic": numbers.STATISTIC, "description": HTML_STATISTIC,
@@ -316,15 +323,11 @@ def render(table: list[dict], fmt: str, *, total_score: float | None, with_basel
             lines.append(f"\nscore (weighted geometric mean of throughput/target): {total_score:.3f}")
         return "\n".join(lines) + "\n"
     if fmt == "table":
-        from rich.table import Table
-
-        from dnnbench.console import escape, out
-        t = Table(title=f"dnnbench report (throughput = {numbers.STATISTIC} over every timed window)")
-        for k, h in cols:
-            t.add_column(h, justify="left" if k in ("system", "job", "unit", "verdict") else "right", overflow="fold")
-        for r in table:
-            t.add_row(*[escape(visible(cell(r, k), one_line=True)) for k, _ in cols])
-        out.print(t)
+        from dnnbench.console import Column, escape, out, print_table
+        table_cols = [Column(h, key=k in ("system", "job"), right=k not in ("system", "job", "unit", "verdict"),
+                             rank=RANK.get(k, 1)) for k, h in cols]
+        print_table(f"dnnbench report (throughput = {numbers.STATISTIC} over every timed window)", table_cols,
+                    [[escape(visible(cell(r, k), one_line=True)) for k, _ in cols] for r in table], wide=wide)
         if total_score is not None:
             out.print(f"score (weighted geometric mean of throughput/target): {total_score:.3f}")
         return None
@@ -368,7 +371,8 @@ def lambda_csv(jobs: dict) -> str:
 
 
 def report_command(paths: list[Path], fmt: str, baseline: Path | None, weights: list[str], tolerance: float,
-                   output: Path | None, plots: Path | None, wide_csv: Path | None, strict: bool = False) -> int:
+                   output: Path | None, plots: Path | None, wide_csv: Path | None, strict: bool = False,
+                   wide: bool = False) -> int:
     if fmt not in FORMATS:
         raise DnnbenchError(f"unknown format {fmt!r}: choose {', '.join(FORMATS)}")
     if not 0 <= tolerance < 1:
@@ -396,7 +400,7 @@ def report_command(paths: list[Path], fmt: str, baseline: Path | None, weights: 
     if fmt == "html":
         text = html_page(table, pngs, total, with_baseline=targets is not None)
     else:
-        text = render(table, fmt, total_score=total, with_baseline=targets is not None)
+        text = render(table, fmt, total_score=total, with_baseline=targets is not None, wide=wide)
     if text is not None:
         if output:
             _write(output, text)
@@ -432,25 +436,26 @@ def _write(path: Path, text: str) -> None:
     info(f"wrote {path}")
 
 
-def compare_command(a: Path, b: Path, tolerance: float = 0.05, strict: bool = False) -> dict[str, str]:
+def compare_command(a: Path, b: Path, tolerance: float = 0.05, strict: bool = False,
+                    wide: bool = False) -> dict[str, str]:
     """A and B side by side, job by job, with B/A, its 95 % CI and a verdict; returns the verdicts."""
-    from rich.table import Table
-
-    from dnnbench.console import escape, out
+    from dnnbench.console import Column, escape, print_table
     ja = {n: j for (_, n), j in collect([a], system="A", strict=strict).items()}
     jb = {n: j for (_, n), j in collect([b], system="B", strict=strict).items()}
-    t = Table(title=escape(f"A = {a}   B = {b}   (throughput = {numbers.STATISTIC}; verdict: the 95% CI of "
-                           f"B/A within 1 +- {tolerance:g})"))
-    for h in ("job", "A", "+-95% A", "B", "+-95% B", "B/A", "B/A 95% CI", "verdict"):
-        t.add_column(h, justify="left" if h in ("job", "verdict") else "right")
-    verdicts = {}
+    columns = [Column("job", key=True), Column("A", right=True, rank=9), Column("+-95% A", right=True, rank=6),
+               Column("B", right=True, rank=9), Column("+-95% B", right=True, rank=6),
+               Column("B/A", right=True, rank=8), Column("B/A 95% CI", right=True, rank=7), Column("verdict", rank=9)]
+    verdicts, cells = {}, []
     for name in sorted(set(ja) | set(jb)):
         x, y = ja.get(name), jb.get(name)
         hx, hy = (x.headline if x else {}), (y.headline if y else {})
         r = numbers.ratio(hx, hy)
         verdicts[name] = numbers.compare_verdict(r, tolerance)
         span = "-" if r["low"] is None else f"{r['low']:.3f}-{r['high']:.3f}"
-        t.add_row(escape(name), numbers.fmt(hx.get("value")), _fmt(hx.get("ci95_pct")), numbers.fmt(hy.get("value")),
-                  _fmt(hy.get("ci95_pct")), _fmt(r["value"], 3), span, verdicts[name])
-    out.print(t)
+        cells.append([escape(visible(name, one_line=True)), numbers.fmt(hx.get("value")), _fmt(hx.get("ci95_pct")),
+                      numbers.fmt(hy.get("value")), _fmt(hy.get("ci95_pct")), _fmt(r["value"], 3), span,
+                      verdicts[name]])
+    print_table(escape(f"A = {visible(a, one_line=True)}   B = {visible(b, one_line=True)}   (throughput = "
+                       f"{numbers.STATISTIC}; verdict: the 95% CI of B/A within 1 +- {tolerance:g})"), columns, cells,
+                wide=wide)
     return verdicts
