@@ -82,3 +82,16 @@ def test_workloads_list():
     res = dnnbench("workloads", check=0)
     for name in ("inception_v3", "maskrcnn", "ncf", "loader"):
         assert name in res.stdout
+
+
+def test_an_uncatalogued_ngc_tag_is_planned_as_render_makes_it(tmp_path):
+    """The dry run of a tag not in the catalog takes the nearest release's facts, as `render` does
+    (its entrypoint and NGC's ulimits), with the same warning."""
+    res = dnnbench("run", "resnet18", "--base", "ngc-24.11", "--results", tmp_path, "--dry-run", check=0)
+    line = res.stdout.strip().splitlines()[-1]
+    assert "--ulimit=memlock=-1:-1" in line and "--ulimit=stack=67108864:67108864" in line
+    assert "--entrypoint /opt/nvidia/nvidia_entrypoint.sh dnnbench:ngc-24.11 python " in line
+    rendered = dnnbench("render", "--base", "ngc-24.11", "--format", "docker", "--output", tmp_path / "r", check=0)
+    assert "not in the catalog" in res.stderr and "not in the catalog" in rendered.stderr
+    dockerfile = next((tmp_path / "r").rglob("Dockerfile*")).read_text()
+    assert '"/opt/nvidia/nvidia_entrypoint.sh"' in dockerfile

@@ -182,3 +182,21 @@ def test_memlock_the_daemon_cannot_grant_runs_with_what_it_can(built_image, tmp_
     assert "memlock -1 was not granted" in data["host"]["notes"][0]
     assert str(granted // 1024) in (tmp_path / run_id / "log.txt").read_text()   # `ulimit -l` is in KiB
     assert not _containers(run_id)
+
+
+def test_the_dry_run_line_names_the_image_a_run_takes_and_can_be_pasted(built_image, tmp_path):
+    """Without --image the dry run names the newest dnnbench image (what a real run resolves),
+    not a placeholder; the printed line, pasted into a shell, runs and leaves a result."""
+    from dnnbench.containers.engines import docker
+    res = dnnbench("run", "resnet18", "--results", tmp_path, "--run-id", "dry", "--dry-run", check=0)
+    line = res.stdout.strip().splitlines()[-1]
+    newest = docker.latest_image(recipes.LABEL_BASE)["tags"][0]
+    assert "<most recent" not in line and f" {newest} " in line
+    run_id = _unique("paste")
+    res = dnnbench("run", "resnet18", "--image", built_image, "--results", tmp_path, "--run-id", run_id,
+                   "--batch-size", "2", "--number", "1", "--repeat", "1", "--warmup", "0", "--dry-run", check=0)
+    line = res.stdout.strip().splitlines()[-1]
+    (tmp_path / run_id).mkdir()
+    pasted = subprocess.run(["bash", "-c", line], capture_output=True, text=True, timeout=600)
+    assert pasted.returncode == 0, pasted.stderr[-2000:]
+    assert json.loads((tmp_path / run_id / "result.json").read_text())["status"] == "ok"

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dnnbench.containers import catalog, recipes
+from dnnbench.console import warn
 from dnnbench.errors import DnnbenchError
 
 
@@ -60,14 +61,30 @@ def _sif_checked(img: RunImage) -> RunImage:
                       "and run the line `dnnbench run --dry-run` prints")
 
 
-def planned(image: str | None, base: str | None) -> RunImage:
-    """For --dry-run, without an engine: what the catalog knows of the base."""
-    ref = image or (f"dnnbench:{base}" if base else "<most recent dnnbench image>")
-    known = catalog.catalog().get(base or "")
-    if known is None:
-        return RunImage(ref=ref, base=base, python="python3", accelerator="nvidia")
-    return RunImage(ref=image or known.tag, base=base, python=known.python_bin, accelerator=known.accelerator,
-                    entrypoint=list(known.entrypoint or ()), arch=known.arch)
+def planned(image: str | None, base: str | None, runtime: str = "docker") -> RunImage:
+    """For --dry-run, without building or running: what the catalog knows of the base (an
+    uncatalogued NGC tag: the nearest release's facts, with `render`'s warning), or the image a
+    real run would take (the newest dnnbench image, when the engine answers), so that the line
+    printed can be pasted."""
+    if base:
+        known, notes = catalog.resolve(base)
+        for note in notes:
+            warn(note)
+        return RunImage(ref=image or known.tag, base=base, python=known.python_bin, accelerator=known.accelerator,
+                        entrypoint=list(known.entrypoint or ()), arch=known.arch)
+    if image:
+        return RunImage(ref=image, base=None, python="python3", accelerator="nvidia")
+    if runtime == "docker":
+        from dnnbench.containers.engines import docker
+        try:
+            docker.client()
+            latest = docker.latest_image(recipes.LABEL_BASE)
+        except DnnbenchError as exc:
+            latest = None
+            warn(f"the newest dnnbench image could not be looked up ({exc}): the line names a placeholder")
+        if latest is not None:
+            return _facts(latest["tags"][0], latest["labels"])
+    return RunImage(ref="<most recent dnnbench image>", base=None, python="python3", accelerator="nvidia")
 
 
 def _may_build(what: str, build: bool | None) -> bool:

@@ -189,9 +189,14 @@ def entry_argv(python: str, workload: str, nproc: int) -> list[str]:
 
 
 def _base_run_facts(base_name: str | None) -> dict:
+    """The base's run settings (NGC's ulimits and ipc): a catalogued base's own, an uncatalogued
+    NGC tag's from the nearest release, as `render` takes its recipe."""
     from dnnbench.containers import catalog
-    if base_name and base_name in catalog.catalog():
-        return dict(catalog.catalog()[base_name].run)
+    if base_name:
+        try:
+            return dict(catalog.resolve(base_name)[0].run)
+        except DnnbenchError:
+            pass
     return {"ipc": "host"}
 
 
@@ -204,8 +209,8 @@ def resolve_image(opts: RunOptions, runtime: str):
     if opts.base:
         from dnnbench.containers import catalog
         catalog.resolve(opts.base)     # an unknown base is refused in a dry run too
-    if opts.dry_run:  # show the plan without touching an engine
-        return image.planned(opts.image, opts.base)
+    if opts.dry_run:  # the plan, without starting or building anything
+        return image.planned(opts.image, opts.base, runtime)
     if runtime == "docker":
         from dnnbench.containers.engines import docker
         docker.client()
