@@ -142,3 +142,11 @@ def test_run_summary_shows_the_verdict(tmp_path):
     assert "input-bound: data wait" in res.stdout and "hint: --workers" in res.stdout
     data = _read(tmp_path / "r" / "slow" / "result.json")
     assert data["verdict"]["label"] == "input-bound" and data["loader"]["used"] == "cpu"
+
+
+def test_the_loader_workload_is_never_told_to_use_a_gpu():
+    """It trains nothing: its compute is the input pipeline, so the hint is about that."""
+    from dnnbench.workloads import verdict
+    hint = verdict._compute_hint({}, "cpu", "loader")
+    assert "GPU" not in hint and "--workers" in hint
+    assert "GPU" in verdict._compute_hint({}, "cpu", "resnet18")

@@ -65,6 +65,8 @@ def _input_hint(opts, device, loader):
 
 
 def _compute_hint(opts, device, workload):
+    if workload == "loader":   # no model: its step is the input pipeline itself
+        return "more --workers or another --loader: this workload trains nothing, it times the input pipeline"
     if device != "cuda":
         return "a GPU (--gpus): this run trained on the CPU"
     if (opts.get("amp") or "none") == "none":
