@@ -235,9 +235,15 @@ def _write_jpeg(args):
     return path
 
 
+def _pool(workers):
+    """Worker processes started fresh (spawn), never forked: the caller may run threads (a
+    progress bar's refresh thread), and a fork copies any lock one of them holds, locked."""
+    import multiprocessing
+    return multiprocessing.get_context("spawn").Pool(workers or os.cpu_count() or 1)
+
+
 def fake_imagenet(dest, images=1000, classes=10, size=(256, 256), workers=None, seed=0, progress=None):
     """An ImageNet-layout folder of real JPEGs from random pixels. Idempotent via a done marker."""
-    from multiprocessing import Pool
     marker = os.path.join(dest, ".dnnbench-fake-done")
     if fileio.is_regular(marker):
         return 0
@@ -249,7 +255,7 @@ def fake_imagenet(dest, images=1000, classes=10, size=(256, 256), workers=None, 
             if i < classes:
                 fileio.make_dirs(folder, root=dest)
             jobs.append((os.path.join(folder, "%s_%06d.JPEG" % (cls, i)), size, seed * 1000003 + i + (0 if split == "train" else 10 ** 7)))
-    with Pool(workers or os.cpu_count() or 1) as pool:
+    with _pool(workers) as pool:
         for done, _ in enumerate(pool.imap_unordered(_write_jpeg, jobs, chunksize=16), 1):
             if progress:
                 progress(done, len(jobs))
@@ -260,7 +266,6 @@ def fake_imagenet(dest, images=1000, classes=10, size=(256, 256), workers=None, 
 def fake_coco(dest, images=64, size=(320, 320), workers=None, seed=0, progress=None):
     """A COCO-layout folder: JPEGs plus instances_train2017.json with boxes and polygons."""
     import random
-    from multiprocessing import Pool
     marker = os.path.join(dest, ".dnnbench-fake-done")
     if fileio.is_regular(marker):
         return 0
@@ -279,7 +284,7 @@ def fake_coco(dest, images=64, size=(320, 320), workers=None, seed=0, progress=N
             anns.append({"id": len(anns) + 1, "image_id": i + 1, "category_id": rnd.choice(cats)["id"],
                          "bbox": [x, y, w, h], "area": w * h, "iscrowd": 0,
                          "segmentation": [[x, y, x + w, y, x + w / 2, y + h]]})
-    with Pool(workers or os.cpu_count() or 1) as pool:
+    with _pool(workers) as pool:
         for done, _ in enumerate(pool.imap_unordered(_write_jpeg, jobs, chunksize=8), 1):
             if progress:
                 progress(done, len(jobs))
