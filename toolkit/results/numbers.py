@@ -31,8 +31,11 @@ def streams(data: dict) -> list[tuple[int, list[dict]]]:
 
 def essentials(data: dict) -> dict:
     """What the statistics read from a result (a report keeps only this of each run)."""
+    training = data.get("training")
+    kept = {k: training.get(k) for k in ("reached", "time_to_target_s", "best")} if isinstance(training, dict) else None
     return {"world_size": data.get("world_size"), "windows": data.get("windows") or [],
-            "copies": [essentials(c) for c in data.get("copies") or []]}
+            "copies": [essentials(c) for c in data.get("copies") or []],
+            **({"training": kept} if kept is not None else {})}
 
 
 def _finish(est: dict, median, min_n: int = stats.MIN_WINDOWS, **more) -> dict:

@@ -227,7 +227,7 @@ def rows(jobs: dict, baseline: dict | None, tolerance: float) -> list[dict]:
         row = {"system": system, "job": name, "workload": j.workload, "batch_size": j.batch_size, "amp": j.amp,
                "world_size": j.world_size, "unit": j.unit, "n": j.n, "failed": len(j.failed),
                "throughput": j.throughput, **_statistics(j.headline), "scaling": scaling_efficiency(j, jobs),
-               "verdict": job_verdict(j.verdicts)}
+               "verdict": job_verdict(j.verdicts), **time_to_target(j.results)}
         if baseline is not None:
             row.update(baseline_mod.judge(baseline.get(name), j.headline, tolerance))
         out.append(row)
@@ -240,6 +240,21 @@ def rows(jobs: dict, baseline: dict | None, tolerance: float) -> list[dict]:
             row.update(baseline_mod.judge(baseline[name], {}, tolerance))
             out.append(row)
     return out
+
+
+def time_to_target(results: list[dict]) -> dict:
+    """A training job's time to its target as MLPerf reports it: with 5 or more runs that reached
+    it, the olympic mean (the fastest and the slowest dropped, the rest averaged), else the mean;
+    how many runs reached it, and the best top-1 of any. Empty for runs that did not train."""
+    trainings = [r["training"] for r in results if isinstance(r.get("training"), dict)]
+    if not trainings:
+        return {}
+    times = sorted(t["time_to_target_s"] for t in trainings if t.get("reached")
+                   and isinstance(t.get("time_to_target_s"), (int, float)) and math.isfinite(t["time_to_target_s"]))
+    kept = times[1:-1] if len(times) >= 5 else times
+    bests = [t["best"] for t in trainings if isinstance(t.get("best"), (int, float)) and math.isfinite(t["best"])]
+    return {"reached": f"{len(times)}/{len(trainings)}", "tta_s": statistics.fmean(kept) if kept else None,
+            "tta_olympic": len(times) >= 5, "best_top1": max(bests) if bests else None}
 
 
 def _statistics(h: dict) -> dict:
@@ -272,12 +287,14 @@ COLUMNS = [("system", "system"), ("job", "job"), ("n", "n"), ("failed", "failed"
            ("ci95_pct", "+-95% CI %"), ("median", "window median"), ("sd_pct", "sd% (runs)"), ("unit", "unit"),
            ("verdict", "verdict")]
 TRIMMED_COLUMNS = [("trimmed", "trimmed"), ("trimmed_n", "n trimmed")]
+TRAINING_COLUMNS = [("reached", "reached target"), ("tta_s", "time to target s"), ("best_top1", "best top-1 %")]
 SCALING_COLUMNS = [("world_size", "ranks"), ("scaling", "scaling eff.")]
 BASELINE_COLUMNS = [("target", "target"), ("bounds", "bounds"), ("diff_pct", "diff%"), ("target_verdict", "vs target")]
 
 
 def columns(table: list[dict], with_baseline: bool) -> list[tuple[str, str]]:
     return COLUMNS + (TRIMMED_COLUMNS if any(r.get("trimmed") is not None for r in table) else []) \
+        + (TRAINING_COLUMNS if any(r.get("reached") for r in table) else []) \
         + (SCALING_COLUMNS if any(r.get("scaling") for r in table) else []) \
         + (BASELINE_COLUMNS if with_baseline else [])
 
@@ -297,7 +314,7 @@ def md_cell(text: str) -> str:
 
 
 # which columns a narrow terminal keeps longest (system and job name the row: always kept)
-RANK = {"throughput": 9, "ci95_pct": 8, "unit": 7, "target_verdict": 7, "target": 7, "verdict": 6, "scaling": 6,
+RANK = {"tta_s": 8, "reached": 7, "best_top1": 6, "throughput": 9, "ci95_pct": 8, "unit": 7, "target_verdict": 7, "target": 7, "verdict": 6, "scaling": 6,
         "diff_pct": 6, "n": 5, "trimmed": 5, "failed": 4, "world_size": 4, "median": 3, "sd_pct": 2,
         "trimmed_n": 2, "bounds": 2}
 

@@ -66,12 +66,22 @@ def load(path: Path) -> Suite:
         where = lambda key: f"{path}:{getattr(raw, 'key_lines', {}).get(key, line)}"  # noqa: E731
         own = suite_schema.check_job(raw, where)
         job = {**defaults, **own, "options": {**defaults.get("options", {}), **own.get("options", {})}}
-        workload = job.get("workload")
-        if workload not in WORKLOADS:
+        workload, script = job.get("workload"), job.get("script")
+        if script is not None:
+            if workload is not None or job.get("train") is not None:
+                raise DnnbenchError(f"{where('script')}: a job is a `workload:` or a `script:`, not both"
+                                    + (" (train a workload with `train:`)" if job.get("train") is not None else ""))
+            from dnnbench.workloads.instrument import workload_name
+            workload = workload_name(str(script).rstrip("/"))
+        elif workload not in WORKLOADS:
             close = difflib.get_close_matches(str(workload), list(WORKLOADS), n=2)
-            raise DnnbenchError(f"{where('workload')}: " + ("a job needs `workload:`" if workload is None else
-                                f"unknown workload {workload!r}")
+            raise DnnbenchError(f"{where('workload')}: " + ("a job needs `workload:` (or `script:`)"
+                                                            if workload is None else f"unknown workload {workload!r}")
                                 + (f"; did you mean {', '.join(close)}?" if close else ""))
+        else:
+            for key in ("entry", "items_per_step", "unit", "run_to_end"):
+                if job.get(key) is not None:
+                    raise DnnbenchError(f"{where(key)}: `{key}:` goes with `script:`")
         name = job.get("name") or workload
         try:
             names.path_component(name, "job name")
@@ -79,13 +89,15 @@ def load(path: Path) -> Suite:
         except DnnbenchError as exc:
             raise DnnbenchError(f"{where('name' if 'name' in str(exc) else 'extra')}: {exc}") from None
         repeats = job.get("repeats") or 1
-        for b, a in itertools.product(_list(job.get("batch_size")), _list(job.get("amp") or "none")):
+        # a script's precision and batch are its own (its arguments after `--`)
+        for b, a in itertools.product(_list(job.get("batch_size")), _list(job.get("amp") or ("none" if script is None
+                                                                                              else None))):
             try:   # the run's own checks (counts, ranges), now rather than mid-suite
-                check_options(RunOptions(workload=workload, batch_size=b, amp=a, nproc=job.get("nproc"),
-                                         timeout=job.get("timeout"), **job["options"]))
+                check_options(RunOptions(workload=workload if script is None else None, batch_size=b, amp=a,
+                                         nproc=job.get("nproc"), timeout=job.get("timeout"), **job["options"]))
             except DnnbenchError as exc:
                 raise DnnbenchError(f"{where('options')}: {exc}") from None
-            label = name + (f"-bs{b}" if b else "") + ("" if a == "none" else f"-{a}")
+            label = name + (f"-bs{b}" if b else "") + ("" if a in ("none", None) else f"-{a}")
             names.path_component(label, "job")
             if label in seen:
                 raise DnnbenchError(f"{where('name')}: job {label!r} appears twice; give one a `name:`")
@@ -124,13 +136,34 @@ def _options(run: Run, *, results: Path, run_id: str, overrides: dict, gpus: str
     data = spec.get("data")
     gpus = None if gpus is None else str(gpus)
     return RunOptions(
-        workload=run.workload, data=Path(data) if data else None, gpus=gpus, nproc=spec.get("nproc"),
+        workload=None if spec.get("script") is not None else run.workload, data=Path(data) if data else None,
+        gpus=gpus, nproc=spec.get("nproc"),
         runtime=overrides.get("runtime") or spec.get("runtime") or "docker",
         image=overrides.get("image") or spec.get("image"), base=overrides.get("base") or spec.get("base"),
         build=False, results=results, run_id=f"{results.name}.{run_id}".replace("/", "."),
         run_dir=results / run_id, timeout=spec.get("timeout"), quiet=True,
         batch_size=run.batch_size, amp=run.amp, extra=[str(x) for x in spec.get("extra") or []],
-        cpuset=cpuset, memory=memory, **{key: _option(key, opts, overrides) for key in OPTION_NAMES})
+        cpuset=cpuset, memory=memory, **{key: _option(key, opts, overrides) for key in OPTION_NAMES},
+        **_script_options(spec))
+
+
+def _script_options(spec: dict) -> dict:
+    """A `script:` job's fields as RunOptions takes them (`dnnbench run --script`)."""
+    if spec.get("script") is None:
+        return {}
+    from dnnbench import names
+    return {"script": names.user_path(spec["script"]), "entry": spec.get("entry"),
+            "items_per_step": spec.get("items_per_step"), "unit": spec.get("unit"),
+            "run_to_end": bool(spec.get("run_to_end"))}
+
+
+def plan_of(run: Run, opts):
+    """The plan of one run: `dnnbench train`'s for a `train:` job, `dnnbench run`'s otherwise."""
+    from dnnbench.runs.launch import build_plan
+    if run.spec.get("train") is not None:
+        from dnnbench.runs.training import train_plan
+        return train_plan(opts, dict(run.spec["train"]))
+    return build_plan(opts)
 
 
 def _option(key: str, opts: dict, overrides: dict):
@@ -159,11 +192,11 @@ def _execute_one(run: Run, suite_dir: Path, overrides: dict) -> tuple[str, int]:
     that fails: the failure is its result."""
     from dnnbench.workloads import schema
 
-    from dnnbench.runs.launch import build_plan, execute
+    from dnnbench.runs.launch import execute
     parallel = run.spec.get("parallel")
     gpus = run.spec.get("gpus")
     if not parallel:
-        plan = build_plan(_options(run, results=suite_dir, run_id=run.run_id, overrides=overrides, gpus=gpus))
+        plan = plan_of(run, _options(run, results=suite_dir, run_id=run.run_id, overrides=overrides, gpus=gpus))
         plan.job = run.job
         data, code = execute(plan, quiet=True)
         return data["status"], code
@@ -183,8 +216,8 @@ def _execute_one(run: Run, suite_dir: Path, overrides: dict) -> tuple[str, int]:
     memory = _memory_share(len(copies))
     plans = []
     for (label, gpu), cpuset in zip(copies, shares):
-        plan = build_plan(_options(run, results=suite_dir, run_id=f"{run.run_id}/{label}", overrides=overrides,
-                                   gpus=gpu, cpuset=cpuset, memory=memory))
+        plan = plan_of(run, _options(run, results=suite_dir, run_id=f"{run.run_id}/{label}", overrides=overrides,
+                                     gpus=gpu, cpuset=cpuset, memory=memory))
         plan.job = run.job
         plans.append(plan)
     outcomes: list = [None] * len(plans)
@@ -242,14 +275,13 @@ def _preflight(runs: list, suite_dir: Path, overrides: dict, engines: bool = Tru
     (the one validation table), workload, data, runtime, GPUs syntax and base, as `run
     --dry-run` checks them; then each runtime's engine once. A bad job n fails the suite with one
     line naming it, before job 1 has run."""
-    from dnnbench.runs.launch import build_plan
     runtimes = set()
     for r in runs:
         opts = _options(r, results=suite_dir, run_id=r.run_id, overrides=overrides, gpus=r.spec.get("gpus"))
         opts.dry_run = True
         opts.run_dir = None
         try:
-            plan = build_plan(opts)
+            plan = plan_of(r, opts)
         except DnnbenchError as exc:
             raise DnnbenchError(f"job {r.job} ({r.run_id}): {exc}") from None
         runtimes.add(plan.runtime)

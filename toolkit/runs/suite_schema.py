@@ -53,6 +53,15 @@ OPTION_NAMES = tuple(o.name for o in HOST_OPTIONS if o.name not in ("batch_size"
 Options = create_model("Options", __config__=STRICT,
                        **{o.name: _option_field(o) for o in HOST_OPTIONS if o.name in OPTION_NAMES})
 
+def _train_model():
+    """A job's `train:` mapping (dnnbench train's options, from the training option table)."""
+    from dnnbench.workloads.train import TRAIN_OPTIONS
+    return create_model("Train", __config__=STRICT,
+                        **{o.name: _option_field(o) for o in TRAIN_OPTIONS if o.name != "resume"})
+
+
+Train = _train_model()
+TRAIN_NAMES = tuple(Train.model_fields)
 Scalar = Union[str, int, float]
 Batch = _int(1, 1 << 20)
 Amp = Literal[AMP]
@@ -62,6 +71,12 @@ def job_fields(max_copies: int) -> dict:
     return dict(
         name=(Optional[str], None),
         workload=(Optional[str], None),
+        script=(Optional[str], None),                  # a user's script (file or folder), instead of a workload
+        entry=(Optional[str], None),
+        items_per_step=(Optional[_int(1, 1 << 31)], None),
+        unit=(Optional[str], None),
+        run_to_end=(Optional[bool], None),
+        train=(Optional[Train], None),                 # train to accuracy (`dnnbench train`) instead of timing
         batch_size=(Optional[Union[Batch, list[Batch]]], None),
         amp=(Optional[Union[Amp, list[Amp]]], None),
         repeats=(Optional[_int(1, 1000)], None),
@@ -105,7 +120,7 @@ def _message(exc: ValidationError, known: tuple[str, ...]) -> tuple[str, str]:
     key = loc[0] if loc else "?"
     if first["type"] == "extra_forbidden":
         field = ".".join(loc)
-        pool = known if len(loc) == 1 else OPTION_NAMES
+        pool = known if len(loc) == 1 else TRAIN_NAMES if loc[0] == "train" else OPTION_NAMES
         close = difflib.get_close_matches(loc[-1], pool, n=1)
         hint = f"; did you mean {close[0]}?" if close else f" ({', '.join(sorted(pool))})"
         return key, f"unknown {'option' if len(loc) > 1 else 'job key'} {field!r}{hint}"
@@ -126,6 +141,8 @@ def check_job(job: dict, where) -> dict:
     out = {k: v for k, v in checked.model_dump().items() if k in job}
     out["options"] = {k: v for k, v in (checked.options.model_dump() if checked.options else {}).items()
                       if k in (job.get("options") or {})}
+    if checked.train is not None:
+        out["train"] = {k: v for k, v in checked.train.model_dump().items() if k in (job.get("train") or {})}
     return out
 
 

@@ -1,0 +1,72 @@
+"""A suite's three kinds of job: a built-in workload timed, a user's script timed (`script:`,
+as `dnnbench run --script`), a workload trained to accuracy (`train:`, as `dnnbench train`);
+and the report's time to target, MLPerf's olympic mean."""
+import json
+
+import pytest
+
+from dnnbench.results.report import time_to_target
+from tests.helpers import ROOT, dnnbench, one_line_error
+
+SCRIPT = ROOT / "tests" / "fixtures" / "scripts" / "plain_loop.py"
+
+
+def _suite(tmp_path, text):
+    path = tmp_path / "s.yaml"
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize("job,fragment", [
+    ("{script: x.py, workload: resnet18}", "not both"),
+    ("{workload: resnet18, entry: main.py}", "`entry:` goes with `script:`"),
+    ("{workload: resnet18, train: {epoch: 3}}", "did you mean epochs"),
+    ("{workload: resnet18, train: {target_accuracy: 101}}", "target_accuracy"),
+    ("{script: x.py, items_per_step: 0}", "items_per_step"),
+    ("{script: x.py, train: {epochs: 1}}", "not both"),
+])
+def test_a_wrong_job_kind_is_one_line_before_anything_runs(tmp_path, job, fragment):
+    path = _suite(tmp_path, f"name: k\njobs:\n  - {job}\n")
+    one_line_error(dnnbench("suite", "run", path, "--results", tmp_path / "r"), fragment)
+    assert not (tmp_path / "r").exists()
+
+
+def test_script_and_train_jobs_run_and_report(tmp_path):
+    data = tmp_path / "data"
+    dnnbench("data", "fake", "imagenet", "--to", data, "--images", 16, "--classes", 2, "--size", 32, check=0)
+    path = _suite(tmp_path, f"""\
+name: kinds
+defaults: {{runtime: host}}
+jobs:
+  - script: {SCRIPT}
+    options: {{warmup: 1, number: 2, repeat: 3}}
+  - workload: resnet18
+    data: {data}
+    batch_size: 4
+    train: {{epochs: 1, image_size: 16, target_accuracy: 99}}
+""")
+    dnnbench("suite", "run", path, "--results", tmp_path / "r", timeout=900, check=0)
+    folder = tmp_path / "r" / "kinds"
+    script = json.loads((folder / "script-plain_loop" / "r1" / "result.json").read_text())
+    assert script["status"] == "ok" and script["script"]["sha256"] and len(script["windows"]) == 3
+    trained = json.loads((folder / "resnet18-bs4" / "r1" / "result.json").read_text())
+    assert trained["status"] == "ok" and len(trained["training"]["epochs"]) == 1
+    report = json.loads(dnnbench("report", folder, "-f", "json", check=0).stdout)
+    rows = {r["job"]: r for r in report["jobs"]}
+    assert rows["resnet18-bs4"]["reached"] == "0/1" and rows["resnet18-bs4"]["best_top1"] is not None
+    assert "reached" not in rows["script-plain_loop"]
+
+
+def _run(seconds, reached=True):
+    return {"training": {"reached": reached, "time_to_target_s": seconds if reached else None, "best": 76.0}}
+
+
+def test_time_to_target_is_the_olympic_mean_from_five_runs():
+    five = [_run(s) for s in (100, 10, 20, 30, 1000)]
+    got = time_to_target(five)
+    assert got["tta_s"] == pytest.approx(50.0) and got["tta_olympic"] and got["reached"] == "5/5"
+    four = time_to_target(five[:4])
+    assert four["tta_s"] == pytest.approx(40.0) and not four["tta_olympic"]
+    none = time_to_target([_run(0, reached=False)])
+    assert none["tta_s"] is None and none["reached"] == "0/1" and none["best_top1"] == 76.0
+    assert time_to_target([{"windows": []}]) == {}
