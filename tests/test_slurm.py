@@ -3,6 +3,7 @@ slurm-wlm and munge, started by scripts/setup-slurm.sh) with 2 tasks on CPU, i.e
 agents meeting at the c10d rendezvous, as on two nodes."""
 from __future__ import annotations
 
+import hashlib
 import json
 import signal
 import subprocess
@@ -146,3 +147,18 @@ def test_ctrl_c_cancels_the_job_and_keeps_a_result(slurm_cluster, tmp_path):
     assert subprocess.run(["squeue", "-h", "-j", job], capture_output=True, text=True).stdout.strip() == ""
     data = _result(tmp_path / "cut")
     assert data["status"] == "interrupted" and data["host"]["ended"] == "interrupted"
+
+
+@pytest.mark.engine
+def test_a_users_ddp_script_across_two_tasks(slurm_cluster, tmp_path):
+    """`slurm --script`: the user's DDP script, unchanged, under one torchrun agent per task
+    meeting at the rendezvous; one result with both ranks, the script's hash and arguments."""
+    script = ROOT / "tests" / "fixtures" / "scripts" / "ddp.py"
+    dnnbench("slurm", "--script", script, "--runtime", "host", "--results", tmp_path, "--run-id", "s2",
+             "--sbatch-arg=--ntasks-per-node=2", "--number", "2", "--repeat", "3", "--warmup", "1",
+             "--submit", "--wait", check=0)
+    data = _result(tmp_path / "s2")
+    assert data["status"] == "ok" and data["world_size"] == 2 and data["workload"] == "script-ddp"
+    assert sorted(r["rank"] for r in data["ranks"]) == [0, 1]
+    assert data["script"]["sha256"] == hashlib.sha256(script.read_bytes()).hexdigest()
+    assert data["host"]["runtime"] == "slurm/host"

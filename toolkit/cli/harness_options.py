@@ -67,3 +67,21 @@ def with_harness_options(names: tuple[str, ...] | None = None, options=None, key
         wrapper.__signature__ = sig.replace(parameters=params)
         return wrapper
     return wrap
+
+
+def with_params(params: dict, key: str):
+    """Add typer parameters {name: (annotation, typer.Option(...))} to a command, which receives
+    them together as `key={name: value}`: one definition for every command that takes them."""
+    def wrap(command):
+        sig = inspect.signature(command)
+        own = [p for p in sig.parameters.values() if p.name != key]
+        added = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=info, annotation=annotation)
+                 for name, (annotation, info) in params.items()]
+
+        @functools.wraps(command)
+        def wrapper(*args, **kwargs):
+            values = {name: plain(kwargs.pop(name)) for name in params}
+            return command(*args, **{key: values}, **kwargs)
+        wrapper.__signature__ = sig.replace(parameters=own + added)
+        return wrapper
+    return wrap

@@ -6,7 +6,7 @@ from typing import List, Optional
 
 import typer
 
-from dnnbench.cli.harness_options import choice, in_range, plain, with_harness_options
+from dnnbench.cli.harness_options import choice, in_range, plain, with_harness_options, with_params
 from dnnbench.errors import DnnbenchError
 from dnnbench.workloads.options import BY_NAME
 from dnnbench.runs.options import PROFILERS, RUNTIMES, RunOptions
@@ -43,6 +43,30 @@ not a mean of per-window rates), with its 95% CI and the window median; `--until
 windows until the CI is within +-2% (at most --max-windows)."""
 
 
+# a user's script instead of a workload: `run --script` and `slurm --script`
+SCRIPT_PARAMS = {
+    "script": (Optional[Path], typer.Option(None, "--script", help="Your own training script (a file, or a folder "
+                                            "with main.py/train.py), timed unchanged; its arguments go after `--`.")),
+    "entry": (Optional[str], typer.Option(None, "--entry", help="With a --script folder: its entry file.")),
+    "items_per_step": (Optional[int], typer.Option(None, "--items-per-step", min=1, max=2**31, help="With --script: "
+                                                   "items one step holds, when its batches do not tell.")),
+    "run_to_end": (bool, typer.Option(False, "--run-to-end", help="With --script: let it finish after the timed "
+                                      "windows.")),
+    "unit": (Optional[str], typer.Option(None, "--unit", help="With --script: what its items are (images, samples, "
+                                         "tokens; default items).")),
+}
+
+
+def _workload_or_script(workload: Optional[str], extra: list, script) -> tuple[Optional[str], list]:
+    """With --script no workload is named: a word where the workload goes is the script's."""
+    if script is not None and workload is not None:
+        extra, workload = [workload] + extra, None
+    if (workload is None) == (script is None):
+        raise DnnbenchError("name a workload (`dnnbench workloads`) or give --script PATH, one of the two")
+    return workload, extra
+
+
+@with_params(SCRIPT_PARAMS, key="script_opts")
 @with_harness_options()
 def run(
     ctx: typer.Context,
@@ -50,14 +74,6 @@ def run(
                                                         "none with --script."),
     data: Optional[Path] = typer.Option(None, "--data", "-d", help="Dataset folder (mounted read-only at /data). Default: synthetic data."),
     synthetic: bool = typer.Option(False, "--synthetic", help="Synthetic batches made on the device (the default without --data)."),
-    script: Optional[Path] = typer.Option(None, "--script", help="Your own training script (a file, or a folder with "
-                                          "main.py/train.py), timed unchanged; its arguments go after `--`."),
-    entry: Optional[str] = typer.Option(None, "--entry", help="With a --script folder: its entry file."),
-    items_per_step: Optional[int] = typer.Option(None, "--items-per-step", min=1, max=2**31,
-                                                 help="With --script: items one step holds, when its batches do not tell."),
-    run_to_end: bool = typer.Option(False, "--run-to-end", help="With --script: let it finish after the timed windows."),
-    unit: Optional[str] = typer.Option(None, "--unit", help="With --script: what its items are (images, samples, "
-                                                          "tokens; default items)."),
     gpus: Optional[str] = typer.Option(None, "--gpus", "-g", help="GPUs: all, or indices/UUIDs like 0 or 0,1. Default: CPU."),
     nproc: Optional[int] = typer.Option(None, "--nproc", help="CPU runs: processes (DDP over gloo, through torchrun)."),
     runtime: Runtime = typer.Option("docker", "--runtime", "-r",
@@ -74,21 +90,15 @@ def run(
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan and the equivalent command line; run nothing."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Do not echo the run's output (it still goes to log.txt)."),
     harness: dict = None,
+    script_opts: dict = None,
 ):
     from dnnbench.runs.launch import run_command
     if synthetic and data is not None:
-        from dnnbench.errors import DnnbenchError
         raise DnnbenchError("--synthetic and --data exclude each other")
-    extra = list(ctx.args)
-    if script is not None and workload is not None:   # no workload with --script: the first word after `--`
-        extra, workload = [workload] + extra, None
-    if (workload is None) == (script is None):
-        from dnnbench.errors import DnnbenchError
-        raise DnnbenchError("name a workload (`dnnbench workloads`) or give --script PATH, one of the two")
+    workload, extra = _workload_or_script(workload, list(ctx.args), script_opts["script"])
     opts = RunOptions(workload=workload or "", data=data, gpus=gpus, nproc=nproc, runtime=runtime, image=image,
                       base=base, build=build, results=results, run_id=run_id, timeout=timeout, dry_run=dry_run,
-                      quiet=quiet, profile=profile, extra=extra, script=script, entry=entry,
-                      items_per_step=items_per_step, run_to_end=run_to_end, unit=unit, **harness)
+                      quiet=quiet, profile=profile, extra=extra, **script_opts, **harness)
     raise typer.Exit(run_command(opts))
 
 
@@ -109,10 +119,12 @@ Examples:
 Options after `--` go to the workload unchanged."""
 
 
+@with_params(SCRIPT_PARAMS, key="script_opts")
 @with_harness_options()
 def slurm(
     ctx: typer.Context,
-    workload: str = typer.Argument(..., help="Workload name (`dnnbench workloads` lists them)."),
+    workload: Optional[str] = typer.Argument(None, help="Workload name (`dnnbench workloads` lists them); "
+                                                        "none with --script."),
     nodes: int = typer.Option(1, "--nodes", "-N", callback=in_range(BY_NAME["nodes"]), help="Nodes (one torchrun agent each)."),
     gpus_per_node: int = typer.Option(0, "--gpus-per-node", "-G", callback=in_range(BY_NAME["gpus_per_node"]), help="GPUs per node, one process each; 0 runs on CPUs (gloo)."),
     nproc_per_node: Optional[int] = typer.Option(None, "--nproc-per-node", callback=in_range(BY_NAME["nproc_per_node"]), help="CPU runs: processes per node (default 1)."),
@@ -135,10 +147,12 @@ def slurm(
     wait: bool = typer.Option(False, "--wait", help="With --submit: follow the job's log until it ends (Ctrl-C cancels it)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the script; write and submit nothing."),
     harness: dict = None,
+    script_opts: dict = None,
 ):
     from dnnbench.runs.slurm import SlurmOptions, slurm_command
-    opts = RunOptions(workload=workload, data=data, runtime=runtime, image=image, base=base, results=results,
-                      run_id=run_id, extra=list(ctx.args), **harness)
+    workload, extra = _workload_or_script(workload, list(ctx.args), script_opts["script"])
+    opts = RunOptions(workload=workload or "", data=data, runtime=runtime, image=image, base=base, results=results,
+                      run_id=run_id, extra=extra, **script_opts, **harness)
     raise typer.Exit(slurm_command(SlurmOptions(
         run=opts, nodes=nodes, gpus_per_node=gpus_per_node, nproc_per_node=nproc_per_node, partition=partition,
         time=time_limit, account=account, cpus_per_task=cpus_per_task, sbatch_args=sbatch_arg, setup=setup,

@@ -281,9 +281,9 @@ def build_plan(opts: RunOptions, resume: bool = False) -> plan_mod.RunPlan:
 SCRIPT_OPTIONS = ("warmup", "number", "repeat")   # the harness options a script run takes
 
 
-def script_plan(opts: RunOptions, runtime: str) -> plan_mod.RunPlan:
-    """`run --script`: the user's script under the instrumentation, with the same image, mounts,
-    GPUs, torchrun and run folder as a built-in workload."""
+def script_parts(opts: RunOptions) -> tuple[Path, str, Path | None, str]:
+    """A script run's checks (`run --script`, `slurm --script`, a suite's `script:` job): the
+    script's folder and entry, the dataset folder, the name its results go under."""
     from dnnbench.runs import script as script_mod
     from dnnbench.workloads.instrument import workload_name
     folder, entry = script_mod.locate(names.user_path(opts.script, "--script"), opts.entry)
@@ -298,7 +298,14 @@ def script_plan(opts: RunOptions, runtime: str) -> plan_mod.RunPlan:
         data = names.real(names.user_path(opts.data, "--data"))
         if not data.is_dir():
             raise DnnbenchError(f"--data {opts.data} is not a folder")
-    workload = workload_name(entry)
+    return folder, entry, data, workload_name(entry)
+
+
+def script_plan(opts: RunOptions, runtime: str) -> plan_mod.RunPlan:
+    """`run --script`: the user's script under the instrumentation, with the same image, mounts,
+    GPUs, torchrun and run folder as a built-in workload."""
+    from dnnbench.runs import script as script_mod
+    folder, entry, data, workload = script_parts(opts)
     gpu_ids = gpus_mod.parse(opts.gpus)
     if gpu_ids and opts.nproc:
         raise DnnbenchError("--nproc is for CPU runs; with --gpus one process runs per GPU")

@@ -86,12 +86,12 @@ def _image(o: SlurmOptions, dry_run: bool):
     return image.resolve_sif(o.run.image, o.run.base, False)
 
 
-def _launcher(python: str, workload: str, per_node: int) -> list[str]:
-    """torchrun agent (one per task), with the elastic c10d rendezvous on the first node;
-    underscore flags, which torchrun has accepted since PyTorch 1.9."""
+def _launcher(python: str, module_args: list[str], per_node: int) -> list[str]:
+    """torchrun agent (one per task), with the elastic c10d rendezvous on the first node, then
+    `-m MODULE ...`; underscore flags, which torchrun has accepted since PyTorch 1.9."""
     return [python, "-m", "torch.distributed.run", "--nnodes=@NTASKS@", f"--nproc_per_node={per_node}",
             "--rdzv_backend=c10d", "--rdzv_endpoint=@HEAD@:@PORT@", "--rdzv_id=@JOB@", "--max_restarts=0",
-            "-m", "dnnbench.workloads", workload]
+            *module_args]
 
 
 def _takes_value(word: str) -> bool:
@@ -127,9 +127,16 @@ def render(o: SlurmOptions, dry_run: bool = False) -> tuple[str, Path, str]:
     """The script, the run folder and the run id, after every check."""
     _check(o)
     opts = o.run
-    workload, kind = run_mod.check_workload(opts.workload)
-    run_mod.check_options(opts)
-    data = run_mod.check_data(opts.data, workload, kind)
+    script = None
+    if opts.script is not None:   # a user's script: its folder goes in read-only, as with `run --script`
+        if o.scaling:
+            raise DnnbenchError("--scaling runs the workload once as its own reference: not with --script")
+        folder, entry, data, workload = run_mod.script_parts(opts)
+        script = (folder, entry)
+    else:
+        workload, kind = run_mod.check_workload(opts.workload)
+        run_mod.check_options(opts)
+        data = run_mod.check_data(opts.data, workload, kind)
     img = _image(o, dry_run)
     run_id = opts.run_id or names.new_run_id(workload, "slurm")
     _plain_text([("--results", str(opts.results)), ("--data", str(data or "")), ("--image", img.ref or ""),
@@ -142,17 +149,30 @@ def render(o: SlurmOptions, dry_run: bool = False) -> tuple[str, Path, str]:
     results_in = plan_mod.RESULTS_DIR if contained else str(run_dir)
     common = dict(data_in=(plan_mod.DATA_DIR if contained else str(data)) if data else None,
                   device="cuda" if gpus else "cpu")
-    main_args = run_mod.harness_args(opts, results_in=results_in, run_id=run_id, **common)
-    ref_args = run_mod.harness_args(opts, results_in=f"{results_in}/reference", run_id=f"{run_id}-reference",
-                                    **common)
+    if script is not None:
+        from dnnbench.runs import script as script_mod
+        script_in = f"{script_mod.SCRIPT_DIR}/{script[1]}" if contained else str(script[0] / script[1])
+        module_args = script_mod.instrumented(
+            results_in=results_in, run_id=run_id, script_in=script_in,
+            args=script_mod.arguments(list(opts.extra), common["data_in"]),
+            timing={"warmup": opts.warmup, "number": opts.number, "repeat": opts.repeat,
+                    "items_per_step": opts.items_per_step, "unit": opts.unit, "run_to_end": opts.run_to_end})
+        ref_args = []
+    else:
+        module_args = ["-m", "dnnbench.workloads", workload] + run_mod.harness_args(
+            opts, results_in=results_in, run_id=run_id, **common)
+        ref_args = run_mod.harness_args(opts, results_in=f"{results_in}/reference", run_id=f"{run_id}-reference",
+                                        **common)
     if o.scaling:
-        main_args += ["--scaling-reference", f"{results_in}/reference/result.json"]
+        module_args += ["--scaling-reference", f"{results_in}/reference/result.json"]
     env = {"DNNBENCH_RUN_ID": run_id, **dict(item.split("=", 1) for item in o.env)}
     if img.ref:
         env["DNNBENCH_IMAGE"] = img.ref
     plan = plan_mod.RunPlan(runtime="singularity" if contained else "host", workload=workload, run_id=run_id,
                             run_dir=str(run_dir), image=img.ref, argv=[], env=env,
-                            mounts=run_mod.run_mounts(data, run_dir) if contained else [],
+                            mounts=(run_mod.run_mounts(data, run_dir) + ([plan_mod.Mount(
+                                str(script[0]), script_mod.SCRIPT_DIR, read_only=True)] if script else []))
+                            if contained else [],
                             accelerator=img.accelerator, gpus=["all"] if gpus else None, base=img.base,
                             entrypoint=list(img.entrypoint))
 
@@ -182,7 +202,7 @@ def render(o: SlurmOptions, dry_run: bool = False) -> tuple[str, Path, str]:
         version=__version__, script=run_dir / SCRIPT, directives=directives, setup=setup,
         run_dir=shlex.quote(str(run_dir)),
         reference=_shell(wrap([img.python, "-m", "dnnbench.workloads", workload] + ref_args)) if o.scaling else None,
-        command=_shell(wrap(_launcher(img.python, workload, per_node) + main_args)))
+        command=_shell(wrap(_launcher(img.python, module_args, per_node))))
     return text, run_dir, run_id
 
 
