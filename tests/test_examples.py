@@ -12,7 +12,7 @@ import pytest
 from tests import ilsvrc
 from tests.helpers import ROOT, dnnbench
 
-NEEDS_DRY_RUN = {"run", "slurm", "build", "train"}
+NEEDS_DRY_RUN = {"run", "slurm", "build", "train", "compare-images", "bisect"}
 
 
 def readme_examples() -> list[str]:
@@ -75,7 +75,7 @@ def _as_run_here(example: str, stand_ins: dict, tmp_path) -> list[str]:
     ours, theirs = argv[:cut], argv[cut:]
     if ours[0] in NEEDS_DRY_RUN and "--dry-run" not in ours:
         ours.append("--dry-run")
-    if ours[0] in ("run", "slurm", "train") and "--results" not in ours:
+    if ours[0] in ("run", "slurm", "train", "compare-images", "bisect") and "--results" not in ours:
         ours += ["--results", str(tmp_path)]
     return ours + theirs
 

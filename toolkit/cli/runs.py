@@ -227,6 +227,7 @@ def compare_images(
     results: Path = typer.Option(Path("results"), "--results", help="Results folder; the steps go in RESULTS/<run-id>/."),
     run_id: Optional[str] = typer.Option(None, "--run-id", help="Folder of the steps (default: images-WORKLOAD)."),
     wide: bool = typer.Option(False, "--wide", help="Every column, however wide."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Check every step and list the images; run nothing."),
     harness: dict = None,
 ):
     """The same job on each image, in order: one table of the images' facts (PyTorch, CUDA, cuDNN,
@@ -234,7 +235,7 @@ def compare_images(
     inconclusive). Finished steps are read back, not run again."""
     from dnnbench.runs.bisect import compare_images_command
     opts = RunOptions(workload=workload, data=data, gpus=gpus, runtime=runtime, results=results, run_id=run_id,
-                      **harness)
+                      dry_run=dry_run, **harness)
     raise typer.Exit(compare_images_command(opts, images.split(",") if images else None, bases, tolerance, wide))
 
 
@@ -253,6 +254,7 @@ def bisect(
     results: Path = typer.Option(Path("results"), "--results", help="Results folder; the steps go in RESULTS/<run-id>/."),
     run_id: Optional[str] = typer.Option(None, "--run-id", help="Folder of the steps (default: bisect-WORKLOAD); "
                                                                "the same again resumes."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Check every step and list the images; run nothing."),
     harness: dict = None,
 ):
     """Which image made it slower: measures the good and the bad end (more windows until their CIs
@@ -264,7 +266,7 @@ def bisect(
     if runtime == "host":
         raise DnnbenchError("bisect compares images: --runtime docker or singularity")
     opts = RunOptions(workload=workload, data=data, gpus=gpus, runtime=runtime, results=results, run_id=run_id,
-                      **harness)
+                      dry_run=dry_run, **harness)
     raise typer.Exit(bisect_command(opts, good, bad, images.split(",") if images else None, bases, tolerance))
 
 

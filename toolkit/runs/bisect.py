@@ -156,11 +156,20 @@ def _folder(opts: RunOptions, kind: str) -> Path:
     return Path(opts.results) / name
 
 
-def _check_first(opts: RunOptions, listed: list[tuple[str, str | None]]) -> None:
-    """Every image's plan checked (workload, options, data, runtime) before the first run."""
+def _check_first(opts: RunOptions, listed: list[tuple[str, str | None]], folder: Path) -> bool:
+    """Every image's plan checked (workload, options, data, runtime) before the first run; with
+    --dry-run, the list and the first step's command line shown instead. True: go on."""
+    from dnnbench.runs import plan as plan_mod
     from dnnbench.runs.launch import build_plan
-    for image, base in listed:
-        build_plan(dataclasses.replace(opts, image=None if base else image, base=base, dry_run=True))
+    plans = [build_plan(dataclasses.replace(opts, image=None if base else image, base=base, dry_run=True,
+                                            run_dir=folder / _slug(i, image), run_id=f"{folder.name}.{_slug(i, image)}"))
+             for i, (image, base) in enumerate(listed)]
+    if opts.dry_run:
+        out.print(f"{len(listed)} images, in order; steps in {escape(str(folder))}/NN-image/:")
+        for i, (image, base) in enumerate(listed):
+            out.print(f"  {i:2d}  {escape(image)}" + (f"  (base {escape(base)})" if base else ""))
+        out.print(plan_mod.command_line(plans[0]), markup=False, highlight=False, soft_wrap=True)
+    return not opts.dry_run
 
 
 def compare_images_command(opts: RunOptions, images: list[str] | None, bases: str | None, tolerance: float,
@@ -169,7 +178,8 @@ def compare_images_command(opts: RunOptions, images: list[str] | None, bases: st
     template = _template(opts, tolerance)
     folder = _folder(opts, "images")
     template = dataclasses.replace(template, run_id=folder.name)
-    _check_first(template, listed)
+    if not _check_first(template, listed, folder):
+        return 0
     steps = [measure(Step(i, img, folder / _slug(i, img)), base, template) for i, (img, base) in enumerate(listed)]
     rows = []
     for s in steps:
@@ -217,7 +227,8 @@ def bisect_command(opts: RunOptions, good: str | None, bad: str | None, images: 
     template = _template(opts, tolerance)
     folder = _folder(opts, "bisect")
     template = dataclasses.replace(template, run_id=folder.name)
-    _check_first(template, listed[lo:hi + 1])
+    if not _check_first(template, listed[lo:hi + 1], folder):
+        return 0
     steps: dict[int, Step] = {}
 
     def at(i: int, scale: int = 1) -> Step:
