@@ -181,8 +181,15 @@ RUN_NUMERIC = ["--batch-size", "--number", "--repeat", "--warmup", "--until-ci",
 @given(st.data())
 def test_run_slurm_train_and_script(sandbox_factory, data):
     box = sandbox_factory()
-    cmd = data.draw(st.sampled_from(["run", "slurm", "train", "script"]))
+    cmd = data.draw(st.sampled_from(["run", "slurm", "train", "script", "slurm-script", "bisect", "compare-images"]))
+    listed = st.one_of(st.just(["--images", "dnnbench:a,dnnbench:b"]), st.just(["--bases", "ngc-24.01..ngc-24.03"]),
+                       st.tuples(st.sampled_from(["--images", "--bases"]), TEXT).map(list))
     argv = {"run": ["run", data.draw(name_or("resnet18"))],
+            "slurm-script": ["slurm", "--script", _path_arg(box, data.draw(st.sampled_from(KINDS)))],
+            "bisect": ["bisect", data.draw(name_or("resnet18")), *data.draw(listed),
+                       *data.draw(st.sampled_from([[], ["--good", "dnnbench:a"], ["--bad", "x"]])),
+                       "--tolerance", data.draw(NUMBER)],
+            "compare-images": ["compare-images", data.draw(name_or("resnet18")), *data.draw(listed)],
             "slurm": ["slurm", data.draw(name_or("resnet18"))],
             "train": ["train", data.draw(name_or("resnet18")), "--data",
                       _path_arg(box, data.draw(st.sampled_from(KINDS)))],
@@ -191,7 +198,9 @@ def test_run_slurm_train_and_script(sandbox_factory, data):
                                               TEXT,
                                               st.sampled_from(KINDS).map(lambda k: _path_arg(box, k))))]
     for flag in data.draw(st.lists(st.sampled_from(RUN_NUMERIC), max_size=3, unique=True)):
-        if cmd == "slurm" and flag in ("--nproc", "--timeout", "--cool-down"):
+        if cmd in ("slurm", "slurm-script") and flag in ("--nproc", "--timeout", "--cool-down"):
+            continue
+        if cmd in ("bisect", "compare-images") and flag in ("--nproc", "--timeout"):
             continue
         if cmd == "train" and flag not in ("--batch-size", "--workers", "--seed", "--lr", "--timeout", "--nproc"):
             continue
@@ -202,7 +211,7 @@ def test_run_slurm_train_and_script(sandbox_factory, data):
         argv += ["--data", _path_arg(box, data.draw(st.sampled_from(KINDS)))]
     if cmd in ("run", "script", "train") and data.draw(st.booleans()):
         argv += ["--runtime", data.draw(st.sampled_from(["host", "host", "docker", "singularity", "podman", ""]))]
-    if cmd == "slurm":
+    if cmd in ("slurm", "slurm-script"):
         argv += data.draw(st.sampled_from([[], ["--nodes", "2"], ["--partition", "p\nq"], ["--time", "x"],
                                            ["--env", "A=b\nc"], ["--setup", "echo hi"]]))
     if cmd == "train":
@@ -307,6 +316,10 @@ def test_image_commands_and_suites(sandbox_factory, data):
     elif kind == "suite":
         suite = box.root / "s.yaml"
         job = data.draw(st.fixed_dictionaries({"workload": name_or("resnet18"), "runtime": st.just("host")}, optional={
+            "script": st.sampled_from(KINDS).map(lambda k: _path_arg(box, k)),
+            "train": st.dictionaries(st.sampled_from(["epochs", "target_accuracy", "image_size", "bogus"]),
+                                     st.one_of(st.integers(-5, 2**70), st.floats(allow_nan=True)), max_size=2),
+            "items_per_step": st.integers(-1, 2**40),
             "name": name_or("job1"), "batch_size": st.one_of(st.integers(-2, 2**40), st.just([1, 2])),
             "gpus": st.sampled_from(["0,,1", "all", "x", 0]), "parallel": st.sampled_from([2, 0, 10**6, "per-gpu"]),
             "options": st.dictionaries(st.sampled_from(["lr", "number", "max_windows", "seed", "bogus"]),
@@ -320,7 +333,7 @@ def test_image_commands_and_suites(sandbox_factory, data):
         argv = ["reproduce", _path_arg(box, data.draw(st.sampled_from(KINDS))), "--results", str(box.root / "rr"),
                 "--tolerance", data.draw(NUMBER)]
     else:
-        argv = ["workloads"]
+        argv = ["workloads"] + data.draw(st.sampled_from([[], ["resnet50"], [data.draw(TEXT)]]))
     code, out, err = check(box, argv)
     if kind == "reproduce" and code == 0:
         pytest.fail("reproduce of a planted file succeeded")

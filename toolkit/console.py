@@ -88,7 +88,7 @@ def fit_table(title: str, columns: list, rows: list, *, wide: bool = False, cons
         shown.remove(min(reversed(droppable), key=lambda i: columns[i].rank))   # the rightmost of the lowest rank
     # widths fixed here, not by rich (which would shrink a column below its longest word): each
     # gets its minimum, then the room left is shared in proportion to what each could still use
-    spare = room - (sum(mins[i] + 3 for i in shown) - 3)
+    spare = max(0, room - (sum(mins[i] + 3 for i in shown) - 3))   # none when the key columns alone overflow
     wants = {i: most[i] - mins[i] for i in shown}
     total = sum(wants.values())
     widths = {i: mins[i] + (wants[i] if total <= spare else wants[i] * spare // total) for i in shown}
