@@ -26,12 +26,14 @@ def _run(name, tmp_path, *extra):
 def test_workload_trains_on_cpu_synthetic(name, tmp_path):
     if name == "loader":
         pytest.skip("loader has no synthetic mode: tested with real data below")
-    res, data = _run(name, tmp_path, "--synthetic")
+    # two timed steps, no warmup: each workload's model, data and step are what is checked here
+    # (warmup and longer windows are tested on resnet18), and maskrcnn's CPU step alone is seconds
+    res, data = _run(name, tmp_path, "--synthetic", "--warmup", "0", "--number", "1")
     assert res.returncode == 0, res.stderr[-3000:]
     assert schema.problems(data) == []
     assert data["status"] == "ok" and data["workload"] == name
     assert data["throughput"]["total"]["n"] == 2 and data["throughput"]["total"]["value"] > 0
-    assert len(data["windows"]) == 2 and len(data["loss"]) == 4
+    assert len(data["windows"]) == 2 and len(data["loss"]) == 2
     assert data["system"]["pytorch"] and data["options"]["device"] == "cpu"
 
 

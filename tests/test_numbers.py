@@ -266,7 +266,8 @@ def host_run(tmp_path_factory):
 
 
 def _cell(text, figure):
-    return re.search(r"[│|]\s*" + re.escape(figure) + r"\s*[│|]", text)
+    """The figure as a cell of its own: between column gaps or markdown bars, not inside a number."""
+    return re.search(r"(^|  |[│|])\s*" + re.escape(figure) + r"\s*(  |[│|]|$)", text, flags=re.M)
 
 
 def test_headline_agrees_in_every_output(host_run, tmp_path):
