@@ -210,64 +210,67 @@ def train(
     raise typer.Exit(run_plan(train_plan(opts, train), opts))
 
 
-_LIST_HELP = "Images in release order, comma-separated (docker tags or .sif files)."
-_RANGE_HELP = "A range of catalog bases, e.g. ngc-24.01..ngc-25.06 (built when missing)."
+# what compare-images and bisect share: the ordered list, the job's place and the tolerance
+IMAGES_PARAMS = {
+    "images": (Optional[str], typer.Option(None, "--images", help="Images in release order, comma-separated "
+                                           "(docker tags or .sif files).")),
+    "bases": (Optional[str], typer.Option(None, "--bases", help="A range of catalog bases, e.g. "
+                                          "ngc-24.01..ngc-25.06 (built when missing).")),
+    "tolerance": (float, typer.Option(0.05, "--tolerance", callback=in_range(BY_NAME["tolerance"]),
+                                      help="Same when the 95% CI of a ratio is within 1 +- this.")),
+    "data": (Optional[Path], typer.Option(None, "--data", "-d", help="Dataset folder. Default: synthetic data.")),
+    "gpus": (Optional[str], typer.Option(None, "--gpus", "-g", help="GPUs, as for run. Default: CPU.")),
+    "runtime": (Runtime, typer.Option("docker", "--runtime", "-r", help="docker or singularity (= apptainer).")),
+    "results": (Path, typer.Option(Path("results"), "--results", help="Results folder; the steps go in "
+                                   "RESULTS/<run-id>/.")),
+    "run_id": (Optional[str], typer.Option(None, "--run-id", help="Folder of the steps (default: images-WORKLOAD "
+                                           "or bisect-WORKLOAD); the same again resumes.")),
+    "dry_run": (bool, typer.Option(False, "--dry-run", help="Check every step and list the images; run nothing.")),
+}
 
 
+def _images_job(workload: str, job: dict, harness: dict) -> tuple[RunOptions, Optional[list], Optional[str]]:
+    if job["runtime"] == "host":
+        raise DnnbenchError("images are compared in containers: --runtime docker or singularity")
+    opts = RunOptions(workload=workload, data=job["data"], gpus=job["gpus"], runtime=job["runtime"],
+                      results=job["results"], run_id=job["run_id"], dry_run=job["dry_run"], **harness)
+    return opts, job["images"].split(",") if job["images"] else None, job["bases"]
+
+
+@with_params(IMAGES_PARAMS, key="job")
 @with_harness_options()
 def compare_images(
     workload: str = typer.Argument(..., help="Workload name (`dnnbench workloads`)."),
-    images: Optional[str] = typer.Option(None, "--images", help=_LIST_HELP),
-    bases: Optional[str] = typer.Option(None, "--bases", help=_RANGE_HELP),
-    tolerance: float = typer.Option(0.05, "--tolerance", callback=in_range(BY_NAME["tolerance"]),
-                                    help="Same when the 95% CI of the ratio is within 1 +- this."),
-    data: Optional[Path] = typer.Option(None, "--data", "-d", help="Dataset folder. Default: synthetic data."),
-    gpus: Optional[str] = typer.Option(None, "--gpus", "-g", help="GPUs, as for run. Default: CPU."),
-    runtime: Runtime = typer.Option("docker", "--runtime", "-r", help="docker or singularity (= apptainer)."),
-    results: Path = typer.Option(Path("results"), "--results", help="Results folder; the steps go in RESULTS/<run-id>/."),
-    run_id: Optional[str] = typer.Option(None, "--run-id", help="Folder of the steps (default: images-WORKLOAD)."),
     wide: bool = typer.Option(False, "--wide", help="Every column, however wide."),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Check every step and list the images; run nothing."),
     harness: dict = None,
+    job: dict = None,
 ):
     """The same job on each image, in order: one table of the images' facts (PyTorch, CUDA, cuDNN,
     NCCL), throughput with its 95% CI, the ratio to the first, and a verdict (same, faster, slower,
     inconclusive). Finished steps are read back, not run again."""
     from dnnbench.runs.bisect import compare_images_command
-    opts = RunOptions(workload=workload, data=data, gpus=gpus, runtime=runtime, results=results, run_id=run_id,
-                      dry_run=dry_run, **harness)
-    raise typer.Exit(compare_images_command(opts, images.split(",") if images else None, bases, tolerance, wide))
+    opts, images, bases = _images_job(workload, job, harness)
+    raise typer.Exit(compare_images_command(opts, images, bases, job["tolerance"], wide))
 
 
+@with_params(IMAGES_PARAMS, key="job")
 @with_harness_options()
 def bisect(
     workload: str = typer.Argument(..., help="Workload name (`dnnbench workloads`)."),
     good: Optional[str] = typer.Option(None, "--good", help="The last image known fast (default: the list's first)."),
     bad: Optional[str] = typer.Option(None, "--bad", help="The image known slow (default: the list's last)."),
-    images: Optional[str] = typer.Option(None, "--images", help=_LIST_HELP),
-    bases: Optional[str] = typer.Option(None, "--bases", help=_RANGE_HELP),
-    tolerance: float = typer.Option(0.05, "--tolerance", callback=in_range(BY_NAME["tolerance"]),
-                                    help="Slower means the ratio's 95% CI lies below 1 - this."),
-    data: Optional[Path] = typer.Option(None, "--data", "-d", help="Dataset folder. Default: synthetic data."),
-    gpus: Optional[str] = typer.Option(None, "--gpus", "-g", help="GPUs, as for run. Default: CPU."),
-    runtime: Runtime = typer.Option("docker", "--runtime", "-r", help="docker or singularity (= apptainer)."),
-    results: Path = typer.Option(Path("results"), "--results", help="Results folder; the steps go in RESULTS/<run-id>/."),
-    run_id: Optional[str] = typer.Option(None, "--run-id", help="Folder of the steps (default: bisect-WORKLOAD); "
-                                                               "the same again resumes."),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Check every step and list the images; run nothing."),
     harness: dict = None,
+    job: dict = None,
 ):
     """Which image made it slower: measures the good and the bad end (more windows until their CIs
-    separate, or says they are the same within noise), then halves the ordered list, each midpoint
-    judged by its CI against the good end (re-run once when inconclusive, else reported as such).
-    Ends with the first slower image, the last good one and what changed between them (PyTorch,
-    CUDA, cuDNN, NCCL, Python, driver). Exit 0 with an answer, 1 without."""
+    separate, or says they are the same within noise), then halves the ordered list; a midpoint is
+    good when the CI of mid/good lies wholly above the geometric middle of the ends, bad when wholly
+    below, and otherwise is measured again, then reported as undecided rather than guessed. Ends
+    with the first slower image, the last good one and what changed between them (PyTorch, CUDA,
+    cuDNN, NCCL, Python, driver). Exit 0 with an answer, 1 without."""
     from dnnbench.runs.bisect import bisect_command
-    if runtime == "host":
-        raise DnnbenchError("bisect compares images: --runtime docker or singularity")
-    opts = RunOptions(workload=workload, data=data, gpus=gpus, runtime=runtime, results=results, run_id=run_id,
-                      dry_run=dry_run, **harness)
-    raise typer.Exit(bisect_command(opts, good, bad, images.split(",") if images else None, bases, tolerance))
+    opts, images, bases = _images_job(workload, job, harness)
+    raise typer.Exit(bisect_command(opts, good, bad, images, bases, job["tolerance"]))
 
 
 def workloads(name: Optional[str] = typer.Argument(None, help="One workload: its reference, parameters and "
