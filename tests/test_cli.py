@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.helpers import dnnbench, one_line_error
+from tests.helpers import ROOT, dnnbench, one_line_error
 
 
 def test_help_lists_commands():
@@ -95,3 +95,14 @@ def test_an_uncatalogued_ngc_tag_is_planned_as_render_makes_it(tmp_path):
     assert "not in the catalog" in res.stderr and "not in the catalog" in rendered.stderr
     dockerfile = next((tmp_path / "r").rglob("Dockerfile*")).read_text()
     assert '"/opt/nvidia/nvidia_entrypoint.sh"' in dockerfile
+
+
+def test_a_scripts_own_flags_after_the_double_dash_are_its_own(tmp_path):
+    """`--data` after `--` is the script's own flag (word_language_model's main.py takes one), not
+    an attempt to override dnnbench's: passed through unchanged; for a workload it is refused."""
+    script = ROOT / "tests" / "fixtures" / "scripts" / "plain_loop.py"
+    res = dnnbench("run", "--script", script, "--runtime", "host", "--results", tmp_path, "--dry-run",
+                   "--", "--data", "/corpus", "--epochs", "1", check=0)
+    assert res.stdout.strip().splitlines()[-1].endswith("plain_loop.py --data /corpus --epochs 1")
+    one_line_error(dnnbench("run", "resnet18", "--runtime", "host", "--results", tmp_path, "--dry-run",
+                            "--", "--data", "/x"), "would override")

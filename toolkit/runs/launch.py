@@ -83,7 +83,8 @@ def check_options(opts: RunOptions) -> None:
         raise DnnbenchError(f"--timeout {opts.timeout}: give a positive number of seconds")
     if opts.run_id is not None:
         names.path_component(opts.run_id, "--run-id")
-    check_extra(opts.extra)
+    if opts.script is None:   # a script's arguments are its own: its --data is not dnnbench's
+        check_extra(opts.extra)
 
 
 def check_extra(extra: list[str]) -> None:

@@ -85,7 +85,8 @@ def load(path: Path) -> Suite:
         name = job.get("name") or workload
         try:
             names.path_component(name, "job name")
-            check_extra([str(x) for x in job.get("extra") or []])
+            if script is None:   # a script's arguments are its own
+                check_extra([str(x) for x in job.get("extra") or []])
         except DnnbenchError as exc:
             raise DnnbenchError(f"{where('name' if 'name' in str(exc) else 'extra')}: {exc}") from None
         repeats = job.get("repeats") or 1
