@@ -55,6 +55,13 @@ jobs:
     rows = {r["job"]: r for r in report["jobs"]}
     assert rows["resnet18-bs4"]["reached"] == "0/1" and rows["resnet18-bs4"]["best_top1"] is not None
     assert "reached" not in rows["script-plain_loop"]
+    # the accuracy curve: a plot of the trained job only, in the folder and in the HTML page
+    dnnbench("report", folder, "--plots", tmp_path / "plots", check=0)
+    curves = sorted(p.name for p in (tmp_path / "plots").glob("accuracy-*.png"))
+    assert len(curves) == 1 and "resnet18-bs4" in curves[0]
+    assert (tmp_path / "plots" / curves[0]).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    page = dnnbench("report", folder, "-f", "html", check=0).stdout
+    assert curves[0] in page
 
 
 def _run(seconds, reached=True):

@@ -32,7 +32,11 @@ def streams(data: dict) -> list[tuple[int, list[dict]]]:
 def essentials(data: dict) -> dict:
     """What the statistics read from a result (a report keeps only this of each run)."""
     training = data.get("training")
-    kept = {k: training.get(k) for k in ("reached", "time_to_target_s", "best")} if isinstance(training, dict) else None
+    kept = None
+    if isinstance(training, dict):   # what the report's time-to-target and accuracy curve read
+        kept = {k: training.get(k) for k in ("reached", "time_to_target_s", "best", "target")}
+        kept["curve"] = [(e.get("on_clock_s"), (e.get("eval") or {}).get("top1"))
+                         for e in training.get("epochs") or [] if isinstance(e, dict)]
     return {"world_size": data.get("world_size"), "windows": data.get("windows") or [],
             "copies": [essentials(c) for c in data.get("copies") or []],
             **({"training": kept} if kept is not None else {})}
