@@ -71,17 +71,7 @@ def open_input(path):
     the end must be a regular file, and a FIFO or device is refused without blocking."""
     path = os.fspath(path)
     fd = os.open(path, os.O_RDONLY | _NONBLOCK | _CLOEXEC)
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise NotRegularFile(path, kind_of(st.st_mode))
-        if _NONBLOCK:
-            import fcntl
-            fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~_NONBLOCK)
-    except BaseException:
-        os.close(fd)
-        raise
-    return os.fdopen(fd, "rb")
+    return os.fdopen(_regular_blocking(fd, path), "rb")
 
 
 def _open(path, flags, mode=0o644):
@@ -98,6 +88,12 @@ def _open(path, flags, mode=0o644):
         if exc.errno == errno.EISDIR:
             raise NotRegularFile(path, "a folder")
         raise
+    return _regular_blocking(fd, path)
+
+
+def _regular_blocking(fd, path):
+    """`fd`, opened without blocking, checked to be a regular file and put back in blocking mode;
+    closed (and NotRegularFile raised) when it is anything else."""
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
