@@ -93,7 +93,8 @@ def _number(value):
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _finite(value):
+def finite(value):
+    """A real number, not a bool, neither NaN nor infinite: what a figure read from a file must be."""
     return _number(value) and math.isfinite(value)
 
 
@@ -114,7 +115,7 @@ def _window_problems(windows, where):
         items, seconds = w.get("items"), w.get("seconds")
         if not (isinstance(items, int) and not isinstance(items, bool) and 0 <= items < MAX_ITEMS):
             out.append("%s[%d].items must be a whole number from 0 to 2**53, not %r" % (where, i, items))
-        if not (_finite(seconds) and MIN_SECONDS <= seconds < MAX_SECONDS):
+        if not (finite(seconds) and MIN_SECONDS <= seconds < MAX_SECONDS):
             out.append("%s[%d].seconds must be a finite number of seconds > 0, not %r" % (where, i, seconds))
     return out
 
@@ -149,7 +150,7 @@ def validate(data, copy=False):
         else:
             for key in ("value", "ci95_low", "ci95_high", "mean", "sd", "median", "min", "max"):
                 value = tp["total"].get(key)
-                if value is not None and not _finite(value):
+                if value is not None and not finite(value):
                     out.append("throughput.total.%s must be a finite number, not %r" % (key, value))
     opts = data.get("options")
     if isinstance(opts, dict):
@@ -169,7 +170,7 @@ def validate(data, copy=False):
     if scaling is not None:
         if not isinstance(scaling, dict):
             out.append("field 'scaling' must be an object")
-        elif scaling.get("efficiency") is not None and not (_finite(scaling["efficiency"])
+        elif scaling.get("efficiency") is not None and not (finite(scaling["efficiency"])
                                                            and scaling["efficiency"] > 0):
             out.append("scaling.efficiency must be a finite number > 0, not %r" % (scaling["efficiency"],))
     for key in ("telemetry", "profile", "cool_down", "host"):

@@ -1,7 +1,6 @@
 """Report plots (matplotlib PNG) and the self-contained HTML page that shows them."""
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from pathlib import Path
 
@@ -100,26 +99,23 @@ def _plots(jobs: dict) -> list[tuple[str, bytes]]:
     return written
 
 
-def _number(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-
-
 def _accuracy_curves(jobs: dict, plt) -> list[tuple[str, bytes]]:
     """accuracy-<job>.png for every job that trained: eval top-1 against time on the clock, one line
     per run, the target as a dashed line."""
     from dnnbench import names as names_mod
     from dnnbench.console import visible
+    from dnnbench.workloads.schema import finite
     written = []
     for (system, name), j in sorted(jobs.items()):
         runs = [r["training"] for r in j.results if isinstance(r.get("training"), dict)]
-        curves = [[(t, a) for t, a in (run.get("curve") or []) if _number(t) and _number(a)] for run in runs]
+        curves = [[(t, a) for t, a in (run.get("curve") or []) if finite(t) and finite(a)] for run in runs]
         if not any(curves):
             continue
         fig, ax = plt.subplots(figsize=(6, 4))
         for k, points in enumerate(curves, 1):
             if points:
                 ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=f"run {k}")
-        target = next((run.get("target") for run in runs if _number(run.get("target"))), None)
+        target = next((run.get("target") for run in runs if finite(run.get("target"))), None)
         if target is not None:
             ax.axhline(target, linestyle="--", color="grey", label=f"target {target:g} %")
         ax.set_xlabel("time on the clock (s)")

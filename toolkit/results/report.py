@@ -249,10 +249,9 @@ def time_to_target(results: list[dict]) -> dict:
     trainings = [r["training"] for r in results if isinstance(r.get("training"), dict)]
     if not trainings:
         return {}
-    times = sorted(t["time_to_target_s"] for t in trainings if t.get("reached")
-                   and isinstance(t.get("time_to_target_s"), (int, float)) and math.isfinite(t["time_to_target_s"]))
+    times = sorted(t["time_to_target_s"] for t in trainings if t.get("reached") and schema.finite(t.get("time_to_target_s")))
     kept = times[1:-1] if len(times) >= 5 else times
-    bests = [t["best"] for t in trainings if isinstance(t.get("best"), (int, float)) and math.isfinite(t["best"])]
+    bests = [t["best"] for t in trainings if schema.finite(t.get("best"))]
     return {"reached": f"{len(times)}/{len(trainings)}", "tta_s": statistics.fmean(kept) if kept else None,
             "tta_olympic": len(times) >= 5, "best_top1": max(bests) if bests else None}
 
