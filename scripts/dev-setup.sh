@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Everything a fresh Debian 12 machine needs to run dnnbench and its tests, as root:
-# the engines (setup-engines.sh), a one-host Slurm (setup-slurm.sh), a virtualenv .venv with dnnbench (+ torch, test tools),
+# the engines (setup-engines.sh), a Slurm of 3 namespace nodes (setup-slurm.sh), a virtualenv .venv with dnnbench (+ torch, test tools),
 # and the locally built base image the engine tests and the quickstart share.
 # Idempotent and cached: a second run takes seconds.
 set -euo pipefail
@@ -13,7 +13,7 @@ fi
 log() { printf '[dev-setup] %s\n' "$*"; }
 
 bash scripts/setup-engines.sh
-bash scripts/setup-slurm.sh
+bash scripts/setup-slurm.sh --nodes 3    # the tests' cluster: 3 nodes in namespaces
 # Debian's headless Chromium: the HTML report's test opens the page in a real browser;
 # tmux: the screens are read in a real 80x24 terminal
 missing=()

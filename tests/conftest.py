@@ -14,6 +14,16 @@ from tests.helpers import ROOT, dnnbench
 TEST_BASE = os.environ.get("DNNBENCH_TEST_BASE", "dnnbench-testbase:bookworm-torch2.14.1")
 
 
+# The tests' Slurm: nodes in network and UTS namespaces of this machine (scripts/setup-slurm.sh).
+SLURM_NODES = 3
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster():
+    subprocess.run(["bash", str(ROOT / "scripts" / "setup-slurm.sh"), "--nodes", str(SLURM_NODES)], check=True)
+    return [f"node{i}" for i in range(1, SLURM_NODES + 1)]
+
+
 @pytest.fixture(scope="session")
 def docker_engine():
     from dnnbench.containers.engines import docker

@@ -1,6 +1,8 @@
-"""`dnnbench slurm`: the script it writes, and that script run by a real one-host Slurm (Debian's
-slurm-wlm and munge, started by scripts/setup-slurm.sh) with 2 tasks on CPU, i.e. two torchrun
-agents meeting at the c10d rendezvous, as on two nodes."""
+"""`dnnbench slurm`: the script it writes, and that script run by a real Slurm (Debian's slurm-wlm
+and munge, started by scripts/setup-slurm.sh) whose nodes are network and UTS namespaces of this
+machine, each with its own address, hostname and slurmd, and a Debian /etc/hosts that maps its
+own name to 127.0.1.1: torchrun agents on different hosts meeting at the c10d rendezvous, gloo
+between them over the veth links."""
 from __future__ import annotations
 
 import hashlib
@@ -37,7 +39,7 @@ def test_script_for_gpu_nodes(tmp_path):
     assert "apptainer exec --cleanenv" in main and " --nv " in main
     assert f"--bind {tmp_path}/r1:/results" in main and "--env NCCL_SOCKET_IFNAME=ib0" in main
     for part in ("torch.distributed.run --nnodes=${SLURM_NTASKS} --nproc_per_node=8", "--rdzv_backend=c10d",
-                 "--rdzv_endpoint=${HEAD}:${PORT}", "--device cuda", "--amp fp16", "--lr 0.1",
+                 "--rdzv_endpoint=${HEAD_ADDR}:${PORT}", "--device cuda", "--amp fp16", "--lr 0.1",
                  "--scaling-reference /results/reference/result.json"):
         assert part in " ".join(main.replace("\\\n", " ").split()), part
     ref = text[text.index("srun --nodes=1 --ntasks=1"):text.rindex("srun --kill-on-bad-exit=1")]
@@ -80,27 +82,32 @@ def test_without_sbatch_the_script_is_still_written(tmp_path):
 
 # --- a real Slurm ------------------------------------------------------------------
 
-@pytest.fixture(scope="session")
-def slurm_cluster():
-    subprocess.run(["bash", str(ROOT / "scripts" / "setup-slurm.sh")], check=True)
-
-
 def _result(run_dir):
     return json.loads((run_dir / "result.json").read_text())
 
 
+def _hosts(data):
+    return sorted(r["host"] for r in data["ranks"])
+
+
 @pytest.mark.engine
-def test_two_tasks_meet_at_the_rendezvous_and_write_one_result(slurm_cluster, tmp_path):
+def test_two_nodes_meet_at_the_rendezvous_and_write_one_result(slurm_cluster, tmp_path):
+    """Two nodes, one agent each. The script before this one named the rendezvous by hostname and
+    left gloo to the hostname's address: on these nodes (Debian's 127.0.1.1) it ended in
+    "Gloo connectFullMesh failed ... remote=[127.0.1.1]"."""
     res = dnnbench("slurm", "resnet18", "--runtime", "host", "--results", tmp_path, "--run-id", "x2",
-                   "--sbatch-arg=--ntasks-per-node=2", "--scaling", "--submit", "--wait", *SMALL, check=0)
+                   "--nodes", "2", "--scaling", "--submit", "--wait", *SMALL, check=0)
     run = tmp_path / "x2"
     data = _result(run)
     assert data["status"] == "ok" and data["world_size"] == 2
     assert sorted(r["rank"] for r in data["ranks"]) == [0, 1]
-    assert all(r["host"] and r["throughput"]["value"] > 0 for r in data["ranks"])
+    assert _hosts(data) == ["node1", "node2"]
+    assert all(r["throughput"]["value"] > 0 for r in data["ranks"])
     job = data["host"]["slurm_job"]
     assert data["host"]["runtime"] == "slurm/host" and data["host"]["exit_code"] == 0
-    assert "2 agents on" in (run / f"slurm-{job}.out").read_text()
+    log = (run / f"slurm-{job}.out").read_text()
+    assert "2 agents on node[1-2], rendezvous 10.77.0.11:" in log
+    assert "task 0 on node1 (10.77.0.11), rendezvous host" in log and "task 1 on node2 (10.77.0.12)" in log
     assert "[resnet18 rank 0]" in res.stderr                     # the job's log was followed
     # Scaling efficiency: in the result (against the reference step) and in the report.
     assert _result(run / "reference")["world_size"] == 1
@@ -114,21 +121,22 @@ def test_two_tasks_meet_at_the_rendezvous_and_write_one_result(slurm_cluster, tm
 
 
 @pytest.mark.engine
-def test_apptainer_step_under_slurm(slurm_cluster, built_sif, tmp_path, fake_imagenet):
+def test_apptainer_steps_on_three_nodes(slurm_cluster, built_sif, tmp_path, fake_imagenet):
+    """`apptainer exec` on three nodes: the addresses reach the container through --cleanenv."""
     dnnbench("slurm", "resnet18", "--image", built_sif, "--data", fake_imagenet, "--workers", "0",
-             "--results", tmp_path, "--run-id", "sif", "--sbatch-arg=--ntasks-per-node=2", "--submit", "--wait",
-             *SMALL, check=0)
+             "--results", tmp_path, "--run-id", "sif", "--nodes", "3", "--submit", "--wait", *SMALL, check=0)
     data = _result(tmp_path / "sif")
-    assert data["status"] == "ok" and data["world_size"] == 2 and data["synthetic"] is False
+    assert data["status"] == "ok" and data["world_size"] == 3 and data["synthetic"] is False
+    assert _hosts(data) == ["node1", "node2", "node3"]
     assert data["options"]["data"] == "/data"
     assert data["host"]["runtime"] == "slurm/singularity"
 
 
 @pytest.mark.engine
 @pytest.mark.signals
-def test_ctrl_c_cancels_the_job_and_keeps_a_result(slurm_cluster, tmp_path):
+def test_ctrl_c_cancels_the_job_on_every_node_and_keeps_a_result(slurm_cluster, tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "dnnbench", "slurm", "resnet18", "--runtime", "host",
-                             "--results", str(tmp_path), "--run-id", "cut", "--submit", "--wait",
+                             "--results", str(tmp_path), "--run-id", "cut", "--nodes", "2", "--submit", "--wait",
                              "--batch-size", "2", "--number", "1000", "--repeat", "10"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     log = None
@@ -147,6 +155,13 @@ def test_ctrl_c_cancels_the_job_and_keeps_a_result(slurm_cluster, tmp_path):
     assert subprocess.run(["squeue", "-h", "-j", job], capture_output=True, text=True).stdout.strip() == ""
     data = _result(tmp_path / "cut")
     assert data["status"] == "interrupted" and data["host"]["ended"] == "interrupted"
+    assert _left_running(tmp_path / "cut") == []
+
+
+def _left_running(run_dir):
+    """Processes (on any node: they share this machine's process table) still naming the run."""
+    res = subprocess.run(["pgrep", "-af", str(run_dir)], capture_output=True, text=True)
+    return [line for line in res.stdout.splitlines() if "pgrep" not in line]
 
 
 @pytest.mark.engine

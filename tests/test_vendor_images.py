@@ -182,11 +182,6 @@ def test_apptainer_runs_ignore_user_site_packages(ngc_sif, tmp_path):
 
 # --- Slurm steps keep their GPUs through --cleanenv -------------------------------------
 
-@pytest.fixture(scope="session")
-def slurm_cluster():
-    subprocess.run(["bash", str(ROOT / "scripts" / "setup-slurm.sh")], check=True)
-
-
 def test_slurm_step_keeps_the_gpus_slurm_assigned(slurm_cluster, ngc_sif, tmp_path):
     from dnnbench.containers.engines import apptainer
     show = ["python", "-c", "import os; print(os.environ.get('CUDA_VISIBLE_DEVICES'))"]

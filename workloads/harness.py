@@ -16,7 +16,7 @@ import traceback
 import uuid
 from datetime import datetime
 
-from . import options, schema, stats, verdict
+from . import netif, options, schema, stats, verdict
 from .errors import UsageError
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NAN, EXIT_OOM, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
@@ -158,6 +158,8 @@ class Distributed(object):
     def init(self, device):
         if self.enabled:
             import torch.distributed as dist
+            if device != "cuda":
+                netif.pin_gloo_interface()
             dist.init_process_group(backend="nccl" if device == "cuda" else "gloo")
 
     def gather(self, obj):
@@ -342,6 +344,8 @@ def _train(workload, args, dist, result):
     if device == "cuda":
         torch.cuda.set_device(dist.local_rank)
         torch.backends.cudnn.benchmark = not args.no_cudnn_benchmark
+    if dist.enabled:   # where each rank runs, known from the start: a lost node is named by it
+        result["placement"] = dist.gather({"rank": dist.rank, "host": socket.gethostname()})
     result["system"] = system.collect(device)
     result["manifest"] = manifest.collect(args, device, result["system"], dist.rank)
     result["options"]["device"] = device

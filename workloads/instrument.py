@@ -31,7 +31,7 @@ import time
 import uuid
 from datetime import datetime
 
-from . import fileio, schema
+from . import fileio, netif, schema
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NO_STEPS = 0, 1, 2, 5
 ITEMS_ENV = "DNNBENCH_ITEMS_PER_STEP"
@@ -272,6 +272,7 @@ def main(argv=None):
     }
     meter = Meter(a.warmup, a.number, a.repeat, a.items_per_step, a.run_to_end)
     remove = install(meter)
+    netif.pin_gloo_interface()   # before the script's init_process_group
     code = EXIT_OK
     sys.argv = [script] + list(a.args)
     sys.path.insert(0, os.path.dirname(script))

@@ -27,7 +27,7 @@ _TIME = re.compile(r"\d+|\d+:\d{2}|\d+:\d{2}:\d{2}|\d+-\d+|\d+-\d+:\d{2}|\d+-\d+
 _NAME = re.compile(r"[A-Za-z0-9_.,+-]+")
 _ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=.*$")
 # Shell variables the script sets; kept unquoted through shlex by these stand-ins.
-_VARS = {"@NTASKS@": "${SLURM_NTASKS}", "@HEAD@": "${HEAD}", "@PORT@": "${PORT}", "@JOB@": "${SLURM_JOB_ID}"}
+_VARS = {"@NTASKS@": "${SLURM_NTASKS}", "@HEAD@": "${HEAD_ADDR}", "@PORT@": "${PORT}", "@JOB@": "${SLURM_JOB_ID}"}
 
 
 @dataclass
