@@ -177,3 +177,48 @@ def test_a_users_ddp_script_across_two_tasks(slurm_cluster, tmp_path):
     assert sorted(r["rank"] for r in data["ranks"]) == [0, 1]
     assert data["script"]["sha256"] == hashlib.sha256(script.read_bytes()).hexdigest()
     assert data["host"]["runtime"] == "slurm/host"
+
+
+def _start_long_job(tmp_path, run_id, *extra):
+    """A 2-node job that trains until stopped; returns (process, log path) once it is timing."""
+    proc = subprocess.Popen([sys.executable, "-m", "dnnbench", "slurm", "resnet18", "--runtime", "host",
+                             "--results", str(tmp_path), "--run-id", run_id, "--nodes", "2", "--submit", "--wait",
+                             "--batch-size", "2", "--number", "1000", "--repeat", "10", *extra],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 600           # bounded, generous: a busy 2-core machine is slow
+    while time.monotonic() < deadline and proc.poll() is None:
+        logs = list((tmp_path / run_id).glob("slurm-*.out")) if (tmp_path / run_id).exists() else []
+        if logs and "warmup done" in logs[0].read_text():
+            return proc, logs[0]
+        time.sleep(0.5)
+    proc.kill()
+    pytest.fail(f"the job did not start training: {proc.communicate()[1][-2000:]}")
+
+
+@pytest.mark.engine
+@pytest.mark.signals
+def test_a_lost_node_ends_the_job_and_the_result_names_it(slurm_cluster, tmp_path):
+    """node2 dies mid-job (its slurmd and every process in its namespace, SIGKILL): rank 0 sees
+    the connection close, Slurm declares the node failed after SlurmdTimeout (30 s here), the
+    job ends, and the result says which node and rank were lost; nothing is left on node1."""
+    proc, log = _start_long_job(tmp_path, "lost")
+    try:
+        pids = subprocess.run(["ip", "netns", "pids", "dnnbench-node2"], capture_output=True, text=True).stdout
+        subprocess.run(["kill", "-9", *pids.split()], check=True)
+        out, err = proc.communicate(timeout=600)
+    finally:
+        proc.kill()
+        subprocess.run(["bash", str(ROOT / "scripts" / "setup-slurm.sh"), "--nodes", str(len(slurm_cluster))],
+                       check=True, capture_output=True)      # node2 back for the tests after this one
+    assert proc.returncode == 1, err
+    data = _result(tmp_path / "lost")
+    assert data["status"] == "error"
+    assert data["lost_nodes"][0]["node"] == "node2" and data["lost_nodes"][0]["ranks"] == [1]
+    assert data["message"].startswith("lost node node2 (rank 1): Slurm: node failure")
+    assert "error: lost node node2 (rank 1)" in err and "Traceback" not in err.split("error: lost node")[1]
+    assert sorted(p["host"] for p in data["placement"]) == ["node1", "node2"]
+    job = data["host"]["slurm_job"]
+    assert subprocess.run(["squeue", "-h", "-j", job], capture_output=True, text=True).stdout.strip() == ""
+    assert _left_running(tmp_path / "lost") == []
+    assert "Restarts=0" in subprocess.run(["scontrol", "show", "job", job], capture_output=True,
+                                          text=True).stdout                # --no-requeue: not run again

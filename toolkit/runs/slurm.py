@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dnnbench import __version__, external, names
-from dnnbench.runs import plan as plan_mod
+from dnnbench.runs import lost_nodes, plan as plan_mod
 from dnnbench.runs import launch as run_mod
 from dnnbench.console import err, info, out
 from dnnbench.errors import DnnbenchError
@@ -183,8 +183,10 @@ def render(o: SlurmOptions, dry_run: bool = False) -> tuple[str, Path, str]:
         exe = Path(apptainer.binary(required=False) or "apptainer").name   # the nodes' PATH finds it
         return plan_mod.slurm_step(plan_mod.apptainer_command(dataclasses.replace(plan, argv=argv), exe))
 
+    # --no-requeue: after a node failure Slurm would otherwise run the job again into this run
+    # folder, over the result that says which node was lost
     directives = [f"--job-name=dnnbench-{workload}", f"--nodes={o.nodes}", "--ntasks-per-node=1",
-                  f"--output={run_dir}/slurm-%j.out"]
+                  f"--output={run_dir}/slurm-%j.out", "--no-requeue"]
     if gpus:
         directives.append(f"--gpus-per-node={o.gpus_per_node}")
     for flag, value in (("partition", o.partition), ("time", o.time), ("account", o.account),
@@ -283,7 +285,8 @@ def _submit_and_wait(o: SlurmOptions, script: Path, run_dir: Path, run_id: str) 
         plan = {"run_id": run_id, "workload": o.run.workload, "runtime": f"slurm/{o.run.runtime}",
                 "image": o.run.image, "base": o.run.base, "gpus": None, "timeout": None}
         data = finalize(run_dir, plan=plan, outcome=Outcome(code, ended, time.monotonic() - started),
-                        command=f"sbatch {script}", log_tail=tail, host_extra={"slurm_job": job})
+                        command=f"sbatch {script}", log_tail=tail, host_extra={"slurm_job": job},
+                        amend=lambda d: lost_nodes.amend(job, log, d))
     show_outcome(run_dir, data)
     return code if code else (0 if data.get("status") == "ok" else 1)
 
