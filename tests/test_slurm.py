@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -222,3 +223,71 @@ def test_a_lost_node_ends_the_job_and_the_result_names_it(slurm_cluster, tmp_pat
     assert _left_running(tmp_path / "lost") == []
     assert "Restarts=0" in subprocess.run(["scontrol", "show", "job", job], capture_output=True,
                                           text=True).stdout                # --no-requeue: not run again
+
+
+class _SlowNode:
+    """A node slowed on purpose: its slurmd (and so every process it starts from now on) in a
+    cgroup with a CPU quota of a fifth of one core; cgroup v2 or v1, whichever the machine has."""
+
+    def __init__(self, node, quota_us=20000):
+        self.pid = (Path("/run") / f"slurmd-{node}.pid").read_text().strip()
+        v2 = Path("/sys/fs/cgroup/cgroup.controllers").exists()
+        self.root = Path("/sys/fs/cgroup") if v2 else Path("/sys/fs/cgroup/cpu")
+        self.group = self.root / f"dnnbench-slow-{node}"
+        self.group.mkdir(exist_ok=True)
+        if v2:
+            (self.root / "cgroup.subtree_control").write_text("+cpu")
+            (self.group / "cpu.max").write_text(f"{quota_us} 100000")
+        else:
+            (self.group / "cpu.cfs_period_us").write_text("100000")
+            (self.group / "cpu.cfs_quota_us").write_text(str(quota_us))
+        (self.group / "cgroup.procs").write_text(self.pid)
+
+    def undo(self):
+        (self.root / "cgroup.procs").write_text(self.pid)
+        for _ in range(60):                      # the job's processes leave with the job
+            try:
+                self.group.rmdir()
+                return
+            except OSError:
+                time.sleep(1)
+
+
+@pytest.mark.engine
+def test_each_node_finds_the_slow_node(slurm_cluster, tmp_path):
+    """`--each-node`: one run per node, all at once, each its own result; the fleet check (at the
+    end of --wait, and in `report`) names the node held to a fifth of a core, and no other."""
+    slow = _SlowNode("node2")
+    try:
+        res = dnnbench("slurm", "resnet18", "--runtime", "host", "--results", tmp_path, "--run-id", "fleet",
+                       "--nodes", "3", "--each-node", "--submit", "--wait", "--batch-size", "2", "--number", "2",
+                       "--repeat", "5", "--warmup", "1", check=1)
+    finally:
+        slow.undo()
+    runs = {p.parent.name: _result(p.parent) for p in (tmp_path / "fleet").glob("*/result.json")}
+    assert sorted(runs) == slurm_cluster
+    assert all(d["status"] == "ok" and d["run_id"] == f"fleet-{n}" and d["system"]["host"] == n
+               for n, d in runs.items())
+    assert res.stderr.strip().splitlines()[-1].startswith("error: fleet check: node2 slower than the median node")
+    assert "slow host node2: resnet18-bs2" in " ".join(res.stdout.split())
+    rep = json.loads(dnnbench("report", tmp_path / "fleet", "--format", "json", check=0).stdout)
+    (job,) = rep["jobs"]
+    assert job["n"] == 3 and [s["host"] for s in job["slow_hosts"]] == ["node2"]
+    assert job["slow_hosts"][0]["below_median_pct"] > 0
+
+
+@pytest.mark.engine
+def test_a_slow_node_is_named_the_straggler_of_a_multi_node_job(slurm_cluster, tmp_path):
+    """In synchronous training every rank's window lasts as long as the slowest rank's: the
+    per-rank figure that shows the slow node is each rank's own step, timed before the windows."""
+    slow = _SlowNode("node2")
+    try:
+        dnnbench("slurm", "resnet18", "--runtime", "host", "--results", tmp_path, "--run-id", "strag",
+                 "--nodes", "2", "--submit", "--wait", *SMALL, check=0)
+    finally:
+        slow.undo()
+    data = _result(tmp_path / "strag")
+    by_host = {r["host"]: r for r in data["ranks"]}
+    assert by_host["node2"]["local_step_s"] > 1.3 * by_host["node1"]["local_step_s"]
+    v = data["verdict"]
+    assert v["label"] == "straggler" and "on node2" in " ".join(v["evidence"]) and "node2" in v["hint"]

@@ -16,7 +16,7 @@ import traceback
 import uuid
 from datetime import datetime
 
-from . import netif, options, schema, stats, verdict
+from . import fileio, netif, options, schema, stats, verdict
 from .errors import UsageError
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NAN, EXIT_OOM, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
@@ -273,6 +273,11 @@ def run(workload, argv):
         return EXIT_USAGE
     started = datetime.utcnow().isoformat() + "Z"
     run_id = args.run_id or datetime.utcnow().strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
+    if args.per_host:   # one run per node into one shared folder: each its own sub-folder
+        host = socket.gethostname().split(".")[0]
+        parent = args.results
+        args.results, run_id = os.path.join(parent, host), "%s-%s" % (run_id, host)
+        fileio.make_dirs(args.results, root=parent)
     result = {
         "schema_version": schema.SCHEMA_VERSION, "run_id": run_id, "workload": workload.name,
         "status": "running", "message": None, "options": {}, "unit": workload.unit + "/s",
@@ -382,6 +387,7 @@ def _train(workload, args, dist, result):
     sync()
     if dist.rank == 0:
         _log("%s warmup done in %.1fs" % (tag, time.perf_counter() - t_start))
+    local_step = _local_step(workload, model, batches, device, amp, sync) if dist.enabled else None
 
     telemetry = telemetry_mod.start(device, args.results) if dist.rank == 0 else None
     profiler = _profiler(args, device, dist.rank)
@@ -448,7 +454,7 @@ def _train(workload, args, dist, result):
     result["windows"] = windows
     result["loss"] = losses[-args.loss_trace:]
     ranks = dist.gather({"rank": dist.rank, "host": socket.gethostname(), "windows": windows,
-                         "throughput": schema.throughput(windows)["per_gpu"]})
+                         "throughput": schema.throughput(windows)["per_gpu"], "local_step_s": local_step})
     result["ranks"] = ranks
     result["throughput"] = schema.throughput(windows, dist.world_size)
     total_wait = sum(w["data_wait"] for w in windows)
@@ -504,6 +510,29 @@ def _scaling(result, reference_path):
     if reference.get("status") != "ok":
         return {"error": "reference run ended %s" % reference.get("status")}
     return schema.scaling(result, reference)
+
+
+PROBE_STEPS = 3
+
+
+def _local_step(workload, model, batches, device, amp, sync):
+    """This rank's own forward + backward, with no collective in it (the DDP module's inner
+    model, outside DDP, so its hooks stay idle), median of PROBE_STEPS: in synchronous training
+    every rank's window lasts as long as the slowest rank's, so only this shows a straggler."""
+    from . import compat
+    local = getattr(model, "module", model)
+    times = []
+    for _ in range(PROBE_STEPS):
+        batch = next(batches)
+        sync()
+        t0 = time.perf_counter()
+        with compat.autocast(device, amp):
+            loss = workload.loss(local, batch)
+        loss.backward()
+        sync()
+        times.append(time.perf_counter() - t0)
+        local.zero_grad(set_to_none=True)
+    return sorted(times)[len(times) // 2]
 
 
 def train_step(workload, model, optimizer, scaler, device, amp):

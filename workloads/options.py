@@ -120,6 +120,8 @@ HARNESS_OPTIONS = (
            "torch: torch.profiler trace of the window", choices=("none", "cuda", "torch"), host=False),
     Option("scaling_reference", str, None, "result of a one-process run of the same job: adds scaling efficiency",
            host=False, metavar="RESULT_JSON"),
+    Option("per_host", bool, False, "write to RESULTS/HOST with run id RUN_ID-HOST (one run per node: "
+           "`dnnbench slurm --each-node`)", host=False),
     Option("progress", float, 5.0, "seconds between progress lines", host=False, low=0, high=1e12),
     Option("loss_trace", int, 10000, "most per-step losses kept in the result", host=False, low=0, high=10**7),
 )

@@ -9,6 +9,8 @@ profile is summarized. The rules, first match wins:
   input-bound          the training loop waited for batches >= 10 % of the timed window
   throttled            thermal slowdown in >= 10 % of the samples, or the power cap held the SM
                        clock under 85 % of its maximum most of the time
+  straggler            one rank's own step (forward + backward with no collective, timed on each
+                       rank before the windows) >= 1.3x the median rank's: every rank waits for it
   communication-bound  several ranks at < 85 % scaling efficiency
   host-bound           a GPU run whose GPU was busy < 80 % of the window though batches were ready
                        (nsys busy share, else NVML utilization): the CPU does not launch work fast enough
@@ -18,13 +20,14 @@ Python 3.7+, stdlib only.
 """
 from . import WORKLOADS
 
-LABELS = ("input-bound", "compute-bound", "throttled", "communication-bound", "host-bound", "unknown")
+LABELS = ("input-bound", "compute-bound", "throttled", "straggler", "communication-bound", "host-bound", "unknown")
 
 INPUT_WAIT = 0.10        # data-wait share of the timed window
 THERMAL_SHARE = 0.10     # share of telemetry samples with a thermal/hardware slowdown
 POWER_SHARE = 0.50       # ... with the power cap active
 CLOCK_DROP = 0.85        # median SM clock / max SM clock under which the power cap costs speed
 SCALING = 0.85           # scaling efficiency
+STRAGGLER = 1.3          # a rank's own step time / the median rank's
 GPU_BUSY = 80.0          # % of the window with a kernel running
 
 # NVML clock-event (throttle) reason bits
@@ -77,6 +80,20 @@ def _compute_hint(opts, device, workload):
     if not opts.get("compile"):
         return "--compile (fused kernels, fewer launches)"
     return "none from the harness options: the GPU is the limit (a larger --batch-size may still help)"
+
+
+def stragglers(ranks):
+    """Ranks whose own step took >= STRAGGLER x the median rank's, slowest first: each
+    {"rank", "host", "local_step_s", "times_median"}."""
+    timed = [r for r in ranks if isinstance(r, dict) and _num(r.get("local_step_s"))]
+    if len(timed) < 2:
+        return []
+    steps = sorted(r["local_step_s"] for r in timed)
+    mid = len(steps) // 2
+    median = steps[mid] if len(steps) % 2 else (steps[mid - 1] + steps[mid]) / 2.0
+    slow = [{"rank": r.get("rank"), "host": r.get("host"), "local_step_s": r["local_step_s"],
+             "times_median": r["local_step_s"] / median} for r in timed if r["local_step_s"] >= STRAGGLER * median]
+    return sorted(slow, key=lambda s: -s["times_median"])
 
 
 def judge(result):
@@ -134,6 +151,14 @@ def judge(result):
     if power is not None and power >= POWER_SHARE and clock and max_clock and clock < CLOCK_DROP * max_clock:
         return out("throttled", "the power limit caps the clock: check `nvidia-smi -q -d POWER` (raise it with "
                                 "`nvidia-smi -pl` where allowed) and compare only at the same limit")
+    slow = stragglers(result.get("ranks") if isinstance(result.get("ranks"), list) else [])
+    if slow:
+        s = slow[0]
+        evidence.append("rank %s on %s: its own step %.2fx the median rank's (%.3g s)" % (
+            s["rank"], s["host"], s["times_median"], s["local_step_s"]))
+        return out("straggler", "every rank waits for the slowest at each all-reduce: check %s (clocks, "
+                                "throttling, other jobs: `dnnbench slurm --each-node` compares the nodes)"
+                   % s["host"])
     if world > 1 and efficiency is not None and efficiency < SCALING:
         return out("communication-bound", "NCCL settings: NCCL_DEBUG=INFO should show NVLink/P2P or IB "
                                           "(unset NCCL_P2P_DISABLE / NCCL_IB_DISABLE), or a larger --batch-size "

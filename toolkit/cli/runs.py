@@ -115,6 +115,8 @@ Examples:
       --gpus-per-node 8 --partition gpu --time 30 --scaling --submit
   dnnbench slurm bert --base ngc-24.10 --nodes 4 --gpus-per-node 4 \\
       --setup 'module load apptainer' --dry-run
+  dnnbench slurm resnet50 --image dnnbench_ngc-24.10.sif --nodes 16 \\
+      --gpus-per-node 8 --each-node --submit --wait     # which node is slow?
 
 Options after `--` go to the workload unchanged."""
 
@@ -143,6 +145,7 @@ def slurm(
     results: Path = typer.Option(Path("results"), "--results", help="Results folder (shared); the run goes in RESULTS/<run-id>/."),
     run_id: Optional[str] = typer.Option(None, "--run-id", help="Name of the run folder."),
     scaling: bool = typer.Option(False, "--scaling", help="Run one process first as the reference: the result gets scaling efficiency."),
+    each_node: bool = typer.Option(False, "--each-node", help="Fleet check: every node runs the job on its own, all at once, each its own result in RESULTS/<run-id>/<node>/; `report` (and --wait) names nodes slower than the median by more than their CI."),
     submit: bool = typer.Option(False, "--submit", help="Submit the script with sbatch."),
     wait: bool = typer.Option(False, "--wait", help="With --submit: follow the job's log until it ends (Ctrl-C cancels it)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the script; write and submit nothing."),
@@ -156,7 +159,7 @@ def slurm(
     raise typer.Exit(slurm_command(SlurmOptions(
         run=opts, nodes=nodes, gpus_per_node=gpus_per_node, nproc_per_node=nproc_per_node, partition=partition,
         time=time_limit, account=account, cpus_per_task=cpus_per_task, sbatch_args=sbatch_arg, setup=setup,
-        env=env, scaling=scaling, submit=submit, wait=wait), dry_run))
+        env=env, scaling=scaling, each_node=each_node, submit=submit, wait=wait), dry_run))
 
 
 TRAIN_HELP = """Train a workload to a target accuracy: epochs, evaluation, checkpoints, resume.

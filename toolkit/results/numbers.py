@@ -38,6 +38,7 @@ def essentials(data: dict) -> dict:
         kept["curve"] = [(e.get("on_clock_s"), (e.get("eval") or {}).get("top1"))
                          for e in training.get("epochs") or [] if isinstance(e, dict)]
     return {"world_size": data.get("world_size"), "windows": data.get("windows") or [],
+            "host": (data.get("system") or {}).get("host") if isinstance(data.get("system"), dict) else None,
             "copies": [essentials(c) for c in data.get("copies") or []],
             **({"training": kept} if kept is not None else {})}
 

@@ -16,7 +16,7 @@ from dnnbench.workloads import fileio, schema
 
 from dnnbench.console import number, visible
 from dnnbench.errors import DnnbenchError
-from dnnbench.results import baseline as baseline_mod, numbers
+from dnnbench.results import baseline as baseline_mod, fleet, numbers
 from dnnbench.results.record import gpu_model, gpu_name, verdict_of
 
 FORMATS = ("table", "csv", "md", "json", "html")
@@ -227,7 +227,8 @@ def rows(jobs: dict, baseline: dict | None, tolerance: float) -> list[dict]:
         row = {"system": system, "job": name, "workload": j.workload, "batch_size": j.batch_size, "amp": j.amp,
                "world_size": j.world_size, "unit": j.unit, "n": j.n, "failed": len(j.failed),
                "throughput": j.throughput, **_statistics(j.headline), "scaling": scaling_efficiency(j, jobs),
-               "verdict": job_verdict(j.verdicts), **time_to_target(j.results)}
+               "verdict": job_verdict(j.verdicts), **time_to_target(j.results),
+               "slow_hosts": fleet.slow_hosts(j.results)}
         if baseline is not None:
             row.update(baseline_mod.judge(baseline.get(name), j.headline, tolerance))
         out.append(row)
@@ -337,6 +338,8 @@ def render(table: list[dict], fmt: str, *, total_score: float | None, with_basel
         lines += ["| " + " | ".join(md_cell(cell(r, k)) for k, _ in cols) + " |" for r in table]
         if total_score is not None:
             lines.append(f"\nscore (weighted geometric mean of throughput/target): {total_score:.3f}")
+        lines += [f"\n{md_cell(fleet.describe(r['job'], r['unit'] or '', slow))}"
+                  for r in table for slow in r.get("slow_hosts") or []]
         return "\n".join(lines) + "\n"
     if fmt == "table":
         from dnnbench.console import Column, escape, out, print_table
@@ -346,6 +349,9 @@ def render(table: list[dict], fmt: str, *, total_score: float | None, with_basel
                     [[escape(visible(cell(r, k), one_line=True)) for k, _ in cols] for r in table], wide=wide)
         if total_score is not None:
             out.print(f"score (weighted geometric mean of throughput/target): {total_score:.3f}")
+        for r in table:
+            for slow in r.get("slow_hosts") or []:
+                out.print(escape(fleet.describe(r["job"], r["unit"] or "", slow)), soft_wrap=False)
         return None
     raise DnnbenchError(f"unknown format {fmt!r}: choose {', '.join(FORMATS)}")
 

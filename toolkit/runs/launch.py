@@ -23,7 +23,8 @@ from dnnbench.workloads import fileio
 
 EXIT_TIMEOUT = 124
 # harness flags the host sets itself: after `--` they would point the run elsewhere
-HOST_SET = tuple(BY_NAME[n].flag for n in ("results", "run_id", "device", "profile_window", "scaling_reference")) \
+HOST_SET = tuple(BY_NAME[n].flag for n in ("results", "run_id", "device", "profile_window", "scaling_reference",
+                                           "per_host")) \
     + ("--data", "--synthetic")
 
 

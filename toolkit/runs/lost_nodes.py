@@ -29,7 +29,7 @@ def _scontrol(*args: str) -> str:
     return res.stdout if res.returncode == 0 else ""
 
 
-def _nodes_of(job: str) -> dict[str, dict[str, str]]:
+def nodes_of(job: str) -> dict[str, dict[str, str]]:
     """Each node of the job: its Slurm fields (NodeAddr, State, Reason...)."""
     fields = dict(_FIELD.findall(_scontrol("show", "job", "-o", job)))
     names = _scontrol("show", "hostnames", fields["NodeList"]).split() if fields.get("NodeList") else []
@@ -48,7 +48,7 @@ def _short(host) -> str:
 
 def diagnose(job: str, log_text: str, data: dict) -> list[dict]:
     """The lost nodes, each {"node", "ranks", "evidence"}; empty when none is known lost."""
-    nodes = _nodes_of(job)
+    nodes = nodes_of(job)
     by_addr = {fields.get("NodeAddr"): name for name, fields in nodes.items()}
     evidence: dict[str, list[str]] = {}
     for name in _NODE_FAILURE.findall(log_text):

@@ -44,6 +44,7 @@ class SlurmOptions:
     setup: list[str] = field(default_factory=list)   # lines before srun: `module load apptainer`
     env: list[str] = field(default_factory=list)     # KEY=VALUE into the run (NCCL_SOCKET_IFNAME=...)
     scaling: bool = False
+    each_node: bool = False                  # one single-node run per node, at the same time
     submit: bool = False
     wait: bool = False
 
@@ -70,6 +71,8 @@ def _check(o: SlurmOptions) -> None:
             raise DnnbenchError(f"--env {item!r}: expected KEY=VALUE")
     if any("\n" in line for line in o.setup):
         raise DnnbenchError("--setup takes one shell line per use")
+    if o.each_node and o.scaling:
+        raise DnnbenchError("--each-node runs every node on its own: --scaling needs one job across nodes")
     if o.wait and not o.submit:
         raise DnnbenchError("--wait goes with --submit")
     if o.run.runtime not in ("singularity", "apptainer", "host"):
@@ -92,6 +95,15 @@ def _launcher(python: str, module_args: list[str], per_node: int) -> list[str]:
     return [python, "-m", "torch.distributed.run", "--nnodes=@NTASKS@", f"--nproc_per_node={per_node}",
             "--rdzv_backend=c10d", "--rdzv_endpoint=@HEAD@:@PORT@", "--rdzv_id=@JOB@", "--max_restarts=0",
             *module_args]
+
+
+def _each_node(python: str, module_args: list[str], per_node: int) -> list[str]:
+    """--each-node: every node runs the job on its own (torchrun --standalone for several
+    processes), into RESULTS/RUN/<node>/ (the harness's --per-host)."""
+    args = module_args + ["--per-host"]
+    if per_node == 1:
+        return [python, *args]
+    return [python, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={per_node}", *args]
 
 
 def _takes_value(word: str) -> bool:
@@ -129,8 +141,8 @@ def render(o: SlurmOptions, dry_run: bool = False) -> tuple[str, Path, str]:
     opts = o.run
     script = None
     if opts.script is not None:   # a user's script: its folder goes in read-only, as with `run --script`
-        if o.scaling:
-            raise DnnbenchError("--scaling runs the workload once as its own reference: not with --script")
+        if o.scaling or o.each_node:
+            raise DnnbenchError(f"{'--scaling' if o.scaling else '--each-node'} is for workloads, not --script")
         folder, entry, data, workload = run_mod.script_parts(opts)
         script = (folder, entry)
     else:
@@ -199,12 +211,16 @@ def render(o: SlurmOptions, dry_run: bool = False) -> tuple[str, Path, str]:
         setup += [f"export {k}={shlex.quote(v)}" for k, v in env.items()]
     from dnnbench.containers.recipes import environment
     unit = f"{o.gpus_per_node} GPU(s)" if gpus else f"{per_node} CPU process(es)"
+    if o.each_node:
+        unit += ", each node on its own"
     text = environment().get_template("slurm.sbatch.j2").render(
         title=f"{workload}: {o.nodes} node(s) x {unit} per node",
         version=__version__, script=run_dir / SCRIPT, directives=directives, setup=setup,
         run_dir=shlex.quote(str(run_dir)),
         reference=_shell(wrap([img.python, "-m", "dnnbench.workloads", workload] + ref_args)) if o.scaling else None,
-        command=_shell(wrap(_launcher(img.python, module_args, per_node))))
+        each_node=o.each_node,
+        command=_shell(wrap(_each_node(img.python, module_args, per_node) if o.each_node
+                            else _launcher(img.python, module_args, per_node))))
     return text, run_dir, run_id
 
 
@@ -282,13 +298,48 @@ def _submit_and_wait(o: SlurmOptions, script: Path, run_dir: Path, run_id: str) 
                 proc.wait()
         follow()
         code = proc.returncode if ended == "exited" else 130
+        outcome = Outcome(code, ended, time.monotonic() - started)
+        if o.each_node:
+            return _each_node_outcome(o, run_dir, run_id, job, outcome, tail, script)
         plan = {"run_id": run_id, "workload": o.run.workload, "runtime": f"slurm/{o.run.runtime}",
                 "image": o.run.image, "base": o.run.base, "gpus": None, "timeout": None}
-        data = finalize(run_dir, plan=plan, outcome=Outcome(code, ended, time.monotonic() - started),
+        data = finalize(run_dir, plan=plan, outcome=outcome,
                         command=f"sbatch {script}", log_tail=tail, host_extra={"slurm_job": job},
                         amend=lambda d: lost_nodes.amend(job, log, d))
     show_outcome(run_dir, data)
     return code if code else (0 if data.get("status") == "ok" else 1)
+
+
+def _each_node_outcome(o: SlurmOptions, run_dir: Path, run_id: str, job: str, outcome, tail: list[str],
+                       script: Path) -> int:
+    """--each-node: every node's result gets the host's view (a node that wrote none gets an
+    error result), then the fleet table; exit 1 when a node failed or is slow."""
+    from dnnbench.results import report
+    from dnnbench.results.record import finalize
+    from dnnbench.workloads import fileio
+    nodes = list(lost_nodes.nodes_of(job)) or sorted(
+        p.name for p in run_dir.iterdir() if fileio.is_real_dir(p) and p.name != "reference")
+    failed = []
+    for node in nodes:
+        fileio.make_dirs(run_dir / node, root=run_dir)
+        plan = {"run_id": f"{run_id}-{node}", "workload": o.run.workload, "runtime": f"slurm/{o.run.runtime}",
+                "image": o.run.image, "base": o.run.base, "gpus": None, "timeout": None}
+        data = finalize(run_dir / node, plan=plan, outcome=outcome, command=f"sbatch {script}", log_tail=tail,
+                        host_extra={"slurm_job": job, "node": node})
+        if data.get("status") != "ok":
+            failed.append(f"{node} ({data.get('status')}: {str(data.get('message') or '')[:200]})")
+    table = report.rows(report.collect([run_dir]), None, 0.05)
+    report.render(table, "table", total_score=None, with_baseline=False)
+    if outcome.ended == "interrupted":
+        return 130
+    if failed:
+        raise DnnbenchError(f"{len(failed)} of {len(nodes)} node(s) failed: " + "; ".join(failed), exit_code=1)
+    slow = [s["host"] for r in table for s in r.get("slow_hosts") or []]
+    if slow:
+        raise DnnbenchError(f"fleet check: {', '.join(slow)} slower than the median node by more than "
+                            f"{'its' if len(slow) == 1 else 'their'} 95 % CI ({run_dir})", exit_code=1)
+    info(f"fleet check: {len(nodes)} node(s), none slower than the median by more than its CI")
+    return 0
 
 
 SLURM_S = 60          # seconds sbatch, squeue or scancel may take before slurmctld counts as wedged
