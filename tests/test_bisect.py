@@ -1,8 +1,11 @@
-"""`compare-images` and `bisect` on real images: four releases of one image, the third of which
+"""`compare-images` and `bisect` on real images: eight releases of one image, the sixth of which
 brings a regression (its optimizer step got slower, as a release that changed a kernel or a
 threading default would), built on the test image by the real Docker engine."""
 import json
+import signal
 import subprocess
+import sys
+import time
 import uuid
 
 import pytest
@@ -27,51 +30,72 @@ TINY = ["--batch-size", "1", "--warmup", "1", "--number", "1", "--repeat", "3", 
 
 @pytest.fixture(scope="module")
 def releases(built_image, tmp_path_factory):
-    """r1, r2 (same code, a new label), r3 (slower), r4 (slower, a new label): in release order."""
+    """r1..r8 in release order, each with a label of its own; r6, r7 and r8 are slower."""
     root = tmp_path_factory.mktemp("releases")
     (root / "slow").mkdir()
     (root / "slow" / "sitecustomize.py").write_text(SLOWER)
     tag = f"dnnbench-test-bisect:{uuid.uuid4().hex[:8]}"
-    steps = {"r1": "", "r2": "LABEL release=r2\n",
-             "r3": "COPY slow/ /opt/slow/\nENV PYTHONPATH=/opt/slow:${PYTHONPATH}\n",
-             "r4": "COPY slow/ /opt/slow/\nENV PYTHONPATH=/opt/slow:${PYTHONPATH}\nLABEL release=r4\n"}
+    slow = "COPY slow/ /opt/slow/\nENV PYTHONPATH=/opt/slow:${PYTHONPATH}\n"
     made = []
-    for name, lines in steps.items():
-        (root / "Dockerfile").write_text(f"FROM {built_image}\n{lines}")
-        ref = f"{tag}-{name}"
+    for i in range(1, 9):
+        (root / "Dockerfile").write_text(f"FROM {built_image}\n{slow if i >= 6 else ''}LABEL release=r{i}\n")
+        ref = f"{tag}-r{i}"
         subprocess.run(["docker", "build", "-q", "-t", ref, str(root)], check=True, capture_output=True, timeout=600)
         made.append(ref)
     yield made
     subprocess.run(["docker", "rmi", "-f", *made], capture_output=True)
 
 
-def test_bisect_finds_the_first_slower_release_resumes_and_tables_it(releases, tmp_path):
+def _steps(folder):
+    return {p.parent.name: json.loads(p.read_text())["status"] for p in folder.glob("*/result.json")}
+
+
+def test_bisect_finds_the_first_slower_release_in_log2_steps_resumes_and_tables_it(releases, tmp_path):
     args = ["bisect", "resnet18", "--images", ",".join(releases), "--results", tmp_path, "--run-id", "b",
             "--tolerance", "0.1", *TINY]
+    folder = tmp_path / "b"
+    # Ctrl-C once both ends are measured: exit 130, the finished steps kept
+    proc = subprocess.Popen([sys.executable, "-m", "dnnbench", *map(str, args)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 900
+    def third_started():     # its folder made: the first two steps are wholly done
+        steps = [p for p in folder.iterdir() if p.is_dir()] if folder.is_dir() else []
+        return len(steps) >= 3 and list(_steps(folder).values()).count("ok") >= 2
+    while time.monotonic() < deadline and proc.poll() is None and not third_started():
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 130, out + err
+    assert "the same command resumes" in err.splitlines()[-1]
+    assert sorted(s for s in _steps(folder).values() if s == "ok") == ["ok", "ok"]
+    # the same command resumes: the ends read back, then r4 (good), r6 (bad), r5 (good):
+    # 5 of 8 images measured, 2 + log2(8)
     res = dnnbench(*args, timeout=1800)
     assert res.returncode == 0, res.stdout + res.stderr
-    assert f"first slower: {releases[2]} (" in res.stdout and f"last good: {releases[1]}" in res.stdout
-    folder = tmp_path / "b"
-    results = sorted(folder.glob("*/result.json"))
-    assert len(results) == 4 and all(json.loads(p.read_text())["status"] == "ok" for p in results)
+    assert f"first slower: {releases[5]} (" in res.stdout and f"last good: {releases[4]}" in res.stdout
+    assert "5 images measured (3 run now, 2 read back)" in res.stdout
+    measured = sorted(k for k, v in _steps(folder).items() if v == "ok")
+    assert [int(k[:2]) for k in measured] == [0, 3, 4, 5, 7], measured
     # every step is an ordinary result: report reads them
     report = json.loads(dnnbench("report", folder, "-f", "json", check=0).stdout)
-    assert sum(j["n"] for j in report["jobs"]) >= 4
-    # the same again resumes: every step read back, none run
+    assert sum(j["n"] for j in report["jobs"]) >= 5
+    # once more: every step read back, none run
     again = dnnbench(*args, timeout=600)
-    assert again.returncode == 0 and "(0 run now, 4 read back)" in again.stdout
-    # compare-images over the same steps: read back, one row per release, verdicts against r1
-    table = dnnbench("compare-images", "resnet18", "--images", ",".join(releases), "--results", tmp_path,
+    assert again.returncode == 0 and "(0 run now, 5 read back)" in again.stdout
+    # compare-images over the measured releases: read back, one row each, verdicts against r1
+    shown = [releases[i] for i in (0, 3, 4, 5, 7)]
+    table = dnnbench("compare-images", "resnet18", "--images", ",".join(shown), "--results", tmp_path,
                      "--run-id", "b", "--tolerance", "0.1", *TINY, timeout=600)
     assert table.returncode == 0, table.stdout + table.stderr
     rows = [line.split() for line in table.stdout.splitlines() if line.startswith("dnnbench-test-bisect")]
-    assert [r[0] for r in rows] == releases and rows[0][-1] == "first"
-    assert rows[2][-1] == rows[3][-1] == "slower"
-    # r2 is r1's code: whatever noise makes of its verdict, its ratio is far from the regression's
+    assert [r[0] for r in rows] == shown and rows[0][-1] == "first"
+    assert rows[3][-1] == rows[4][-1] == "slower"
+    # r4 and r5 are r1's code: whatever noise makes of their verdicts, their ratios are far from
+    # the regression's
     ratios = [float(r[-2]) for r in rows]
-    assert ratios[1] > 0.5 > max(ratios[2], ratios[3]), rows
-    # ends the same within noise (r1 and r2: the same code): nothing to bisect, exit 1
-    same = dnnbench("bisect", "resnet18", "--images", f"{releases[0]},{releases[1]}", "--results", tmp_path,
+    assert min(ratios[1], ratios[2]) > 0.5 > max(ratios[3], ratios[4]), rows
+    # ends the same within noise (r1 and r5: the same code): nothing to bisect, exit 1
+    same = dnnbench("bisect", "resnet18", "--images", f"{releases[0]},{releases[4]}", "--results", tmp_path,
                     "--run-id", "b", "--tolerance", "0.5", *TINY, timeout=1200)
     assert same.returncode == 1 and "nothing to bisect" in same.stdout, same.stdout + same.stderr
 

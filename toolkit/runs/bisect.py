@@ -95,11 +95,16 @@ def measure(step: Step, base: str | None, template: RunOptions, *, windows_scale
             return step
     opts = dataclasses.replace(template, image=None if base else step.image, base=base, build=True if base else False,
                                run_dir=run_dir, run_id=f"{template.run_id}.{run_dir.name}", quiet=True,
-                               repeat=(template.repeat or 5) * windows_scale)
+                               repeat=(template.repeat or 5) * windows_scale,
+                               # more windows: the bound on them grows with them
+                               max_windows=template.max_windows and template.max_windows * windows_scale)
     plan = build_plan(opts, resume=True)
     info(f"[{step.index}] {step.image}: measuring" + (" again, with more windows" if windows_scale > 1 else ""))
     data, _ = execute(plan, quiet=True)
     step.result, step.headline = data, numbers.run_headline(data) if data.get("status") == "ok" else None
+    if data.get("status") == "interrupted":
+        raise DnnbenchError(f"interrupted while measuring {step.image}: the same command resumes, reading "
+                            f"back the steps that finished", exit_code=130)
     if not step.ok:
         raise DnnbenchError(f"{step.image}: the run ended {data.get('status')}: {data.get('message')} "
                             f"(its log: {run_dir / 'log.txt'})")
@@ -233,7 +238,11 @@ def bisect_command(opts: RunOptions, good: str | None, bad: str | None, images: 
 
     def at(i: int, scale: int = 1) -> Step:
         step = steps.get(i) or Step(i, refs[i], folder / _slug(i, refs[i]))
-        steps[i] = measure(step, bases_named[i], template, windows_scale=scale)
+        try:
+            steps[i] = measure(step, bases_named[i], template, windows_scale=scale)
+        except KeyboardInterrupt:    # between two steps' runs: the same word as within one
+            raise DnnbenchError(f"interrupted while measuring {refs[i]}: the same command resumes, reading "
+                                f"back the steps that finished", exit_code=130) from None
         return steps[i]
 
     g, b = at(lo), at(hi)
