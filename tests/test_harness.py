@@ -122,3 +122,31 @@ def test_entry_lists_and_rejects():
     assert "inception_v3" in res.stdout
     res = subprocess.run([sys.executable, "-m", "dnnbench.workloads", "resnet5"], capture_output=True, text=True)
     assert res.returncode == 2 and "resnet50" in res.stderr
+
+
+def test_gpu_paths_that_run_on_a_cpu_bf16_and_channels_last(tmp_path):
+    """Autocast to bfloat16 and channels-last run on the CPU as on a GPU: the same seed gives
+    other losses in bf16 than in fp32 (autocast really applied), and both are recorded."""
+    fp32, fp32_data = _run("resnet18", tmp_path / "fp32", "--synthetic", "--batch-size", "2", "--seed", "3")
+    bf16, bf16_data = _run("resnet18", tmp_path / "bf16", "--synthetic", "--batch-size", "2", "--seed", "3",
+                           "--amp", "bf16", "--channels-last")
+    assert fp32.returncode == 0 and bf16.returncode == 0, fp32.stderr[-2000:] + bf16.stderr[-2000:]
+    assert bf16_data["status"] == "ok" and bf16_data["options"]["amp"] == "bf16"
+    assert bf16_data["options"]["channels_last"] is True
+    assert all(x == x for x in bf16_data["loss"])                         # finite, not NaN
+    assert bf16_data["loss"][0] != fp32_data["loss"][0]
+
+
+def test_compile_runs_on_a_cpu(tmp_path):
+    """torch.compile (inductor, C++ on the CPU) on the smallest model: the compiled kernels land
+    in the cache this run was given, and the run is recorded as compiled."""
+    import os
+    cache = tmp_path / "inductor"
+    env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(cache)}
+    cmd = [sys.executable, "-m", "dnnbench.workloads", "ncf", "--device", "cpu", "--synthetic", "--compile",
+           "--warmup", "1", "--number", "1", "--repeat", "2", "--results", str(tmp_path), "--progress", "0"]
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=env)
+    assert res.returncode == 0, res.stderr[-3000:]
+    data = json.loads((tmp_path / "result.json").read_text())
+    assert data["status"] == "ok" and data["options"]["compile"] is True
+    assert any(p.suffix in (".so", ".py", ".cpp") for p in cache.rglob("*"))

@@ -7,12 +7,13 @@ from typing import List, Optional
 import typer
 
 from dnnbench.cli.harness_options import in_range
+from dnnbench.results.formats import FORMATS
 from dnnbench.workloads.options import BY_NAME
 
 
 def report(
     results: List[Path] = typer.Argument(..., help="Result files or folders (searched for result.json)."),
-    fmt: str = typer.Option("table", "--format", "-f", help="table, csv, md, json or html."),
+    fmt: str = typer.Option("table", "--format", "-f", help=f"{', '.join(list(FORMATS)[:-1])} or {list(FORMATS)[-1]}."),
     baseline: Optional[Path] = typer.Option(None, "--baseline", help="Targets: YAML/JSON {job: throughput}, or a results folder."),
     weight: List[str] = typer.Option([], "--weight", help="JOB=W (or WORKLOAD=W) weight in the score (repeatable)."),
     tolerance: float = typer.Option(0.05, "--tolerance", callback=in_range(BY_NAME["tolerance"]), help="For plain targets: a job passes when its 95% CI lies above target x (1 - tolerance)."),

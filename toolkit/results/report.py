@@ -14,12 +14,13 @@ from pathlib import Path
 
 from dnnbench.workloads import fileio, schema
 
-from dnnbench.console import number, visible
+from dnnbench.console import visible
 from dnnbench.errors import DnnbenchError
 from dnnbench.results import baseline as baseline_mod, fleet, numbers
+from dnnbench.results.formats import FORMATS, View
+from dnnbench.results.formats.cells import fmt as _fmt
 from dnnbench.results.record import gpu_model, gpu_name, verdict_of
 
-FORMATS = ("table", "csv", "md", "json", "html")
 
 
 @dataclass
@@ -273,109 +274,12 @@ def score(table: list[dict], weights: dict[str, float]) -> float | None:
     return math.exp(num / den) if den else None
 
 
-def _fmt(v, digits=1):
-    if v is None:
-        return "-"
-    if isinstance(v, bool):
-        return "pass" if v else "FAIL"
-    if isinstance(v, float):
-        return number(v, digits)
-    return str(v)
-
-
-COLUMNS = [("system", "system"), ("job", "job"), ("n", "n"), ("failed", "failed"), ("throughput", "throughput"),
-           ("ci95_pct", "+-95% CI %"), ("median", "window median"), ("sd_pct", "sd% (runs)"), ("unit", "unit"),
-           ("verdict", "verdict")]
-TRIMMED_COLUMNS = [("trimmed", "trimmed"), ("trimmed_n", "n trimmed")]
-TRAINING_COLUMNS = [("reached", "reached target"), ("tta_s", "time to target s"), ("best_top1", "best top-1 %")]
-SCALING_COLUMNS = [("world_size", "ranks"), ("scaling", "scaling eff.")]
-BASELINE_COLUMNS = [("target", "target"), ("bounds", "bounds"), ("diff_pct", "diff%"), ("target_verdict", "vs target")]
-
-
-def columns(table: list[dict], with_baseline: bool) -> list[tuple[str, str]]:
-    return COLUMNS + (TRIMMED_COLUMNS if any(r.get("trimmed") is not None for r in table) else []) \
-        + (TRAINING_COLUMNS if any(r.get("reached") for r in table) else []) \
-        + (SCALING_COLUMNS if any(r.get("scaling") for r in table) else []) \
-        + (BASELINE_COLUMNS if with_baseline else [])
-
-
-RATES = {"throughput", "median", "trimmed", "target"}   # printed with numbers.fmt, as everywhere
-
-
-def cell(row: dict, key: str) -> str:
-    if key in RATES:
-        return numbers.fmt(row.get(key))
-    return _fmt(row.get(key), 2 if key == "scaling" else 1)
-
-
-def md_cell(text: str) -> str:
-    """A markdown table cell: `|` and line breaks of names cannot split or end the row."""
-    return visible(text, one_line=True).replace("\\", "\\\\").replace("|", "\\|")
-
-
-# which columns a narrow terminal keeps longest (system and job name the row: always kept)
-RANK = {"tta_s": 8, "reached": 7, "best_top1": 6, "throughput": 9, "ci95_pct": 8, "unit": 7, "target_verdict": 7, "target": 7, "verdict": 6, "scaling": 6,
-        "diff_pct": 6, "n": 5, "trimmed": 5, "failed": 4, "world_size": 4, "median": 3, "sd_pct": 2,
-        "trimmed_n": 2, "bounds": 2}
-
-
 def render(table: list[dict], fmt: str, *, total_score: float | None, with_baseline: bool,
-           wide: bool = False) -> str | None:
-    cols = columns(table, with_baseline)
-    if fmt == "json":   # strict JSON: a NaN or infinity becomes null, never the invalid `Infinity`
-        return json.dumps(fileio.clean_json({"statistic": numbers.STATISTIC, "description": HTML_STATISTIC,
-                                             "jobs": table, "score": total_score}), indent=1, allow_nan=False) + "\n"
-    if fmt == "csv":
-        buf = io.StringIO()
-        w = csv.writer(buf)
-        w.writerow([h for _, h in cols])
-        for r in table:
-            w.writerow(["" if r.get(k) is None else visible(r.get(k), one_line=True) if isinstance(r.get(k), str)
-                        else r.get(k) for k, _ in cols])
-        return buf.getvalue()
-    if fmt == "md":
-        lines = ["| " + " | ".join(h for _, h in cols) + " |", "|" + "---|" * len(cols)]
-        lines += ["| " + " | ".join(md_cell(cell(r, k)) for k, _ in cols) + " |" for r in table]
-        if total_score is not None:
-            lines.append(f"\nscore (weighted geometric mean of throughput/target): {total_score:.3f}")
-        lines += [f"\n{md_cell(fleet.describe(r['job'], r['unit'] or '', slow))}"
-                  for r in table for slow in r.get("slow_hosts") or []]
-        return "\n".join(lines) + "\n"
-    if fmt == "table":
-        from dnnbench.console import Column, escape, out, print_table
-        table_cols = [Column(h, key=k in ("system", "job"), right=k not in ("system", "job", "unit", "verdict"),
-                             rank=RANK.get(k, 1)) for k, h in cols]
-        print_table(f"dnnbench report (throughput = {numbers.STATISTIC} over every timed window)", table_cols,
-                    [[escape(visible(cell(r, k), one_line=True)) for k, _ in cols] for r in table], wide=wide)
-        if total_score is not None:
-            out.print(f"score (weighted geometric mean of throughput/target): {total_score:.3f}")
-        for r in table:
-            for slow in r.get("slow_hosts") or []:
-                out.print(escape(fleet.describe(r["job"], r["unit"] or "", slow)), soft_wrap=False)
-        return None
-    raise DnnbenchError(f"unknown format {fmt!r}: choose {', '.join(FORMATS)}")
-
-
-def html_page(table: list[dict], pngs: list[tuple[str, bytes]], score: float | None, *, with_baseline: bool) -> str:
-    """The report as one self-contained page (plots inlined), from templates/report.html.j2."""
-    import base64
-    from importlib import resources
-
-    import jinja2
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(resources.files("dnnbench.templates"))),
-                             autoescape=True, undefined=jinja2.StrictUndefined)
-    cols = columns(table, with_baseline)
-    return env.get_template("report.html.j2").render(
-        statistic=HTML_STATISTIC, headings=[h for _, h in cols],
-        rows=[[cell(r, k) for k, _ in cols] for r in table], score=score,
-        plots=[{"name": name, "data": base64.b64encode(data).decode()} for name, data in pngs])
-
-
-HTML_STATISTIC = ("Throughput: items over seconds summed over every timed window of a job's runs (times ranks, "
-                  "plus parallel copies: statistic sum_items/sum_seconds), recomputed from each result's raw "
-                  "windows; its 95 % CI comes from the spread of the windows (one run) or of the runs (several); "
-                  "the window median beside it; with 5 or more runs, trimmed = the same without the fastest and "
-                  "the slowest run.")
+           wide: bool = False, pngs: list | None = None) -> str | None:
+    """The report in one of formats.FORMATS: the text to write, or None where it printed itself."""
+    if fmt not in FORMATS:
+        raise DnnbenchError(f"unknown format {fmt!r}: choose {', '.join(FORMATS)}")
+    return FORMATS[fmt].render(View(table, total_score, with_baseline, wide, pngs or []))
 
 
 def lambda_csv(jobs: dict) -> str:
@@ -416,13 +320,10 @@ def report_command(paths: list[Path], fmt: str, baseline: Path | None, weights: 
     if plots:
         from dnnbench.results.plots import write_plots
         pngs = write_plots(jobs, plots, inputs)
-    elif fmt == "html":
+    elif FORMATS[fmt].embeds_plots:
         from dnnbench.results.plots import plots as make_plots
         pngs = make_plots(jobs)        # in memory: the page embeds them, no PNG left beside it
-    if fmt == "html":
-        text = html_page(table, pngs, total, with_baseline=targets is not None)
-    else:
-        text = render(table, fmt, total_score=total, with_baseline=targets is not None, wide=wide)
+    text = render(table, fmt, total_score=total, with_baseline=targets is not None, wide=wide, pngs=pngs)
     if text is not None:
         if output:
             _write(output, text)

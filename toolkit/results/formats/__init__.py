@@ -1,0 +1,12 @@
+"""Report formats, one module each: a format is a name and a renderer of a View (the report's
+rows and what goes around them). Adding one is a module that defines FORMAT and its line in
+FORMATS below; `report --format` takes its choices from there."""
+from __future__ import annotations
+
+from .base import Format, View
+from . import csv_format, html, json_format, markdown, terminal
+
+FORMATS = {f.name: f for f in (terminal.FORMAT, csv_format.FORMAT, markdown.FORMAT, json_format.FORMAT,
+                               html.FORMAT)}
+
+__all__ = ["FORMATS", "Format", "View"]

@@ -1,0 +1,59 @@
+"""What every report format shows: the columns (those a report's rows fill), each cell as text,
+and the lines under the table (the score, slow hosts)."""
+from __future__ import annotations
+
+from dnnbench.console import number, visible
+from dnnbench.results import fleet, numbers
+
+COLUMNS = [("system", "system"), ("job", "job"), ("n", "n"), ("failed", "failed"), ("throughput", "throughput"),
+           ("ci95_pct", "+-95% CI %"), ("median", "window median"), ("sd_pct", "sd% (runs)"), ("unit", "unit"),
+           ("verdict", "verdict")]
+TRIMMED_COLUMNS = [("trimmed", "trimmed"), ("trimmed_n", "n trimmed")]
+TRAINING_COLUMNS = [("reached", "reached target"), ("tta_s", "time to target s"), ("best_top1", "best top-1 %")]
+SCALING_COLUMNS = [("world_size", "ranks"), ("scaling", "scaling eff.")]
+BASELINE_COLUMNS = [("target", "target"), ("bounds", "bounds"), ("diff_pct", "diff%"), ("target_verdict", "vs target")]
+RATES = {"throughput", "median", "trimmed", "target"}   # printed with numbers.fmt, as everywhere
+# which columns a narrow terminal keeps longest (system and job name the row: always kept)
+RANK = {"tta_s": 8, "reached": 7, "best_top1": 6, "throughput": 9, "ci95_pct": 8, "unit": 7, "target_verdict": 7,
+        "target": 7, "verdict": 6, "scaling": 6, "diff_pct": 6, "n": 5, "trimmed": 5, "failed": 4, "world_size": 4,
+        "median": 3, "sd_pct": 2, "trimmed_n": 2, "bounds": 2}
+STATISTIC = ("Throughput: items over seconds summed over every timed window of a job's runs (times ranks, "
+             "plus parallel copies: statistic sum_items/sum_seconds), recomputed from each result's raw "
+             "windows; its 95 % CI comes from the spread of the windows (one run) or of the runs (several); "
+             "the window median beside it; with 5 or more runs, trimmed = the same without the fastest and "
+             "the slowest run.")
+
+
+def fmt(v, digits=1):
+    if v is None:
+        return "-"
+    if isinstance(v, bool):
+        return "pass" if v else "FAIL"
+    if isinstance(v, float):
+        return number(v, digits)
+    return str(v)
+
+
+def columns(table: list[dict], with_baseline: bool) -> list[tuple[str, str]]:
+    return COLUMNS + (TRIMMED_COLUMNS if any(r.get("trimmed") is not None for r in table) else []) \
+        + (TRAINING_COLUMNS if any(r.get("reached") for r in table) else []) \
+        + (SCALING_COLUMNS if any(r.get("scaling") for r in table) else []) \
+        + (BASELINE_COLUMNS if with_baseline else [])
+
+
+def cell(row: dict, key: str) -> str:
+    if key in RATES:
+        return numbers.fmt(row.get(key))
+    return fmt(row.get(key), 2 if key == "scaling" else 1)
+
+
+def md_cell(text: str) -> str:
+    """A markdown table cell: `|` and line breaks of names cannot split or end the row."""
+    return visible(text, one_line=True).replace("\\", "\\\\").replace("|", "\\|")
+
+
+def notes(table: list[dict], total_score: float | None) -> list[str]:
+    """The lines under the table: the score against a baseline, each slow host of a fleet."""
+    lines = [] if total_score is None else [
+        f"score (weighted geometric mean of throughput/target): {total_score:.3f}"]
+    return lines + [fleet.describe(r["job"], r["unit"] or "", slow) for r in table for slow in r.get("slow_hosts") or []]
