@@ -88,6 +88,11 @@ EOF
 # --- the nodes' network: a bridge on the host, a namespace with a veth per node --------------
 netns_of() { echo "dnnbench-$1"; }
 if [ "$nodes" -gt 1 ]; then
+  command -v ip >/dev/null && command -v nsenter >/dev/null && command -v unshare >/dev/null \
+    || die "--nodes $nodes needs ip (iproute2), nsenter and unshare (util-linux)"
+  if ! ip netns list >/dev/null 2>&1 || ! unshare --uts true 2>/dev/null; then
+    die "--nodes $nodes needs network and UTS namespaces, which this machine does not allow (a container without CAP_SYS_ADMIN?): use --nodes 1"
+  fi
   if ! ip link show "$BRIDGE" >/dev/null 2>&1; then
     log "bridge $BRIDGE $NET.1/24"
     ip link add "$BRIDGE" type bridge

@@ -46,6 +46,50 @@ def releases(built_image, tmp_path_factory):
     subprocess.run(["docker", "rmi", "-f", *made], capture_output=True)
 
 
+# every other optimizer step 0.8 s slower: windows of one step alternate fast and slow, so this
+# image's throughput has no narrow CI however often it is measured, and its mean step sits near
+# the geometric middle of the good (~0.15 s) and the bad (~2.2 s) releases' steps
+NOISY = '''import time
+import torch.optim
+_step = torch.optim.SGD.step
+_calls = [0]
+def step(self, *args, **kwargs):
+    _calls[0] += 1
+    if _calls[0] % 2:
+        time.sleep(0.8)
+    return _step(self, *args, **kwargs)
+torch.optim.SGD.step = step
+'''
+
+
+@pytest.fixture(scope="module")
+def noisy_release(built_image, tmp_path_factory):
+    root = tmp_path_factory.mktemp("noisy")
+    (root / "noisy").mkdir()
+    (root / "noisy" / "sitecustomize.py").write_text(NOISY)
+    (root / "Dockerfile").write_text(f"FROM {built_image}\nCOPY noisy/ /opt/noisy/\n"
+                                     "ENV PYTHONPATH=/opt/noisy:${PYTHONPATH}\nLABEL release=noisy\n")
+    ref = f"dnnbench-test-bisect:{uuid.uuid4().hex[:8]}-noisy"
+    subprocess.run(["docker", "build", "-q", "-t", ref, str(root)], check=True, capture_output=True, timeout=600)
+    yield ref
+    subprocess.run(["docker", "rmi", "-f", ref], capture_output=True)
+
+
+def test_a_noisy_midpoint_is_reported_inconclusive_not_guessed(releases, noisy_release, tmp_path):
+    """Between a good and a bad release, an image whose windows alternate fast and slow: more
+    windows, then a re-run, and still no side: bisect says so (exit 1) rather than guess."""
+    res = dnnbench("bisect", "resnet18", "--images", f"{releases[0]},{noisy_release},{releases[7]}",
+                   "--results", tmp_path, "--run-id", "n", "--tolerance", "0.1", *TINY, timeout=1800)
+    assert res.returncode == 1, res.stdout + res.stderr
+    text = " ".join(res.stdout.split())
+    assert f"{noisy_release} stays inconclusive against {releases[0]} after a re-run" in text
+    assert "first slower:" not in text
+    # measured twice: once, then again with more windows, each an ordinary result
+    folders = sorted(p for p in (tmp_path / "n").iterdir() if p.name.startswith("01-"))
+    assert [p.name for p in folders] == [folders[0].name, folders[0].name + "-more"]
+    assert all((p / "result.json").is_file() for p in folders)
+
+
 def _steps(folder):
     return {p.parent.name: json.loads(p.read_text())["status"] for p in folder.glob("*/result.json")}
 
@@ -124,3 +168,20 @@ def test_bisect_refuses_bad_input_in_one_line(tmp_path):
     one_line_error(dnnbench("bisect", "resnet18", "--good", "x", "--results", tmp_path), "--good and --bad")
     one_line_error(dnnbench("bisect", "resnet18", "--images", "a,b", "--good", "c", "--results", tmp_path),
                    "--good 'c' is not in the list")
+
+
+def test_compare_images_on_sif_files(built_sif, tmp_path):
+    """The same comparison over `.sif` files with Apptainer, as an HPC user runs it: two names of
+    one image (a hard link), each measured, each row with the facts its manifest recorded."""
+    twin = tmp_path / "twin.sif"
+    twin.hardlink_to(built_sif)
+    res = dnnbench("compare-images", "resnet18", "--runtime", "singularity", "--images", f"{built_sif},{twin}",
+                   "--results", tmp_path, "--run-id", "sif", "--tolerance", "0.5", *TINY, timeout=1800)
+    assert res.returncode == 0, res.stdout + res.stderr
+    steps = sorted((tmp_path / "sif").glob("*/result.json"))
+    assert len(steps) == 2
+    runs = [json.loads(p.read_text()) for p in steps]
+    assert all(d["status"] == "ok" and d["host"]["runtime"] == "singularity" for d in runs)
+    rows = [line.split() for line in res.stdout.splitlines() if ".sif" in line and line.split()[0].endswith(".sif")]
+    assert [r[-1] for r in rows] == ["first", "same"] or rows[1][-1] == "inconclusive", res.stdout
+    assert all(r[1] == runs[0]["system"]["pytorch"] for r in rows), res.stdout
