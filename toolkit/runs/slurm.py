@@ -6,6 +6,7 @@ one result, with every rank's numbers, into one run folder on the shared filesys
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 import shlex
 import shutil
@@ -20,6 +21,7 @@ from dnnbench.runs import lost_nodes, plan as plan_mod
 from dnnbench.runs import launch as run_mod
 from dnnbench.console import err, info, out
 from dnnbench.errors import DnnbenchError
+from dnnbench.workloads import fileio
 
 SCRIPT = "job.sbatch"
 # fullmatch everywhere: `$` also matches before a trailing newline, which would end an #SBATCH line
@@ -274,17 +276,24 @@ def _submit_and_wait(o: SlurmOptions, script: Path, run_dir: Path, run_id: str) 
         log = run_dir / f"slurm-{job}.out"
         pos, ended, tail = 0, "exited", []
 
-        def follow() -> None:
+        def follow() -> bool:
+            # through the file layer: a link or FIFO planted as the log is never followed or
+            # waited on, and each poll reads a bounded piece
             nonlocal pos
-            if log.exists():
-                with open(log, errors="replace") as fh:
-                    fh.seek(pos)
-                    chunk = fh.read()
-                    pos = fh.tell()
+            try:
+                fd = fileio.open_fd(str(log))
+            except OSError:
+                return False     # not written yet, or not a regular file: nothing to show
+            with os.fdopen(fd, "rb") as fh:
+                fh.seek(pos)
+                chunk = fh.read(FOLLOW_BYTES).decode(errors="replace")
+                pos = fh.tell()
+            if chunk:
                 for line in chunk.splitlines():
                     tail.append(line)
                     err.print(line, markup=False, highlight=False, soft_wrap=True)
                 del tail[:-30]
+            return bool(chunk)
         while proc.poll() is None and not stop.count:
             follow()
             stop.sleep(1.0)
@@ -296,7 +305,9 @@ def _submit_and_wait(o: SlurmOptions, script: Path, run_dir: Path, run_id: str) 
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
-        follow()
+        for _ in range(64):      # the rest of the log, a bounded piece at a time
+            if not follow():
+                break
         code = proc.returncode if ended == "exited" else 130
         outcome = Outcome(code, ended, time.monotonic() - started)
         if o.each_node:
@@ -316,7 +327,6 @@ def _each_node_outcome(o: SlurmOptions, run_dir: Path, run_id: str, job: str, ou
     error result), then the fleet table; exit 1 when a node failed or is slow."""
     from dnnbench.results import report
     from dnnbench.results.record import finalize
-    from dnnbench.workloads import fileio
     nodes = list(lost_nodes.nodes_of(job)) or sorted(
         p.name for p in run_dir.iterdir() if fileio.is_real_dir(p) and p.name != "reference")
     failed = []
@@ -342,6 +352,7 @@ def _each_node_outcome(o: SlurmOptions, run_dir: Path, run_id: str, job: str, ou
     return 0
 
 
+FOLLOW_BYTES = 1 << 20   # the most of the job's log shown per poll (a second)
 SLURM_S = 60          # seconds sbatch, squeue or scancel may take before slurmctld counts as wedged
 CANCEL_GRACE = 30.0   # seconds the job has after SIGINT to write its partial result
 
