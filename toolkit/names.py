@@ -37,6 +37,12 @@ def slug(text: str) -> str:
     return cut[:MAX_COMPONENT] if cut[0].isalnum() else ("x" + cut)[:MAX_COMPONENT]
 
 
+def short_host(host) -> str:
+    """A host's short name: `node2.cluster` and `node2` are one node (Slurm names one way, a
+    hostname may be the other)."""
+    return str(host).split(".")[0]
+
+
 def new_run_id(workload: str, suffix: str | None = None) -> str:
     """time-workload-random (or time-workload-suffix): sorts by time, unique enough per second."""
     return path_component(f"{time.strftime('%Y%m%d-%H%M%S')}-{workload}-{suffix or secrets.token_hex(2)}", "run id")

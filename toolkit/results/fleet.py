@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import statistics
 
+from dnnbench import names
 from dnnbench.results import numbers
 
 
@@ -15,7 +16,7 @@ def per_host(results: list[dict]) -> dict[str, dict]:
         host = r.get("host")
         if not isinstance(host, str) or not host:
             return {}
-        hosts.setdefault(host.split(".")[0], []).append(r)
+        hosts.setdefault(names.short_host(host), []).append(r)
     return {h: numbers.job_headline(runs) for h, runs in sorted(hosts.items())}
 
 

@@ -17,7 +17,7 @@ from dnnbench.workloads import fileio, schema
 from dnnbench.console import visible
 from dnnbench.errors import DnnbenchError
 from dnnbench.results import baseline as baseline_mod, fleet, numbers
-from dnnbench.results.formats import FORMATS, View
+from dnnbench.results.formats import View, format_of
 from dnnbench.results.formats.cells import fmt as _fmt
 from dnnbench.results.record import gpu_model, gpu_name, verdict_of
 
@@ -277,9 +277,7 @@ def score(table: list[dict], weights: dict[str, float]) -> float | None:
 def render(table: list[dict], fmt: str, *, total_score: float | None, with_baseline: bool,
            wide: bool = False, pngs: list | None = None) -> str | None:
     """The report in one of formats.FORMATS: the text to write, or None where it printed itself."""
-    if fmt not in FORMATS:
-        raise DnnbenchError(f"unknown format {fmt!r}: choose {', '.join(FORMATS)}")
-    return FORMATS[fmt].render(View(table, total_score, with_baseline, wide, pngs or []))
+    return format_of(fmt).render(View(table, total_score, with_baseline, wide, pngs or []))
 
 
 def lambda_csv(jobs: dict) -> str:
@@ -299,8 +297,7 @@ def lambda_csv(jobs: dict) -> str:
 def report_command(paths: list[Path], fmt: str, baseline: Path | None, weights: list[str], tolerance: float,
                    output: Path | None, plots: Path | None, wide_csv: Path | None, strict: bool = False,
                    wide: bool = False) -> int:
-    if fmt not in FORMATS:
-        raise DnnbenchError(f"unknown format {fmt!r}: choose {', '.join(FORMATS)}")
+    form = format_of(fmt)   # before any result is read
     if not 0 <= tolerance < 1:
         raise DnnbenchError(f"--tolerance {tolerance}: give a fraction from 0 to below 1, e.g. 0.05")
     weights = parse_weights(weights)
@@ -320,7 +317,7 @@ def report_command(paths: list[Path], fmt: str, baseline: Path | None, weights: 
     if plots:
         from dnnbench.results.plots import write_plots
         pngs = write_plots(jobs, plots, inputs)
-    elif FORMATS[fmt].embeds_plots:
+    elif form.embeds_plots:
         from dnnbench.results.plots import plots as make_plots
         pngs = make_plots(jobs)        # in memory: the page embeds them, no PNG left beside it
     text = render(table, fmt, total_score=total, with_baseline=targets is not None, wide=wide, pngs=pngs)

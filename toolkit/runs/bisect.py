@@ -78,6 +78,11 @@ def _slug(index: int, image: str) -> str:
     return f"{index:02d}-{tail}"
 
 
+def _interrupted(image: str) -> DnnbenchError:
+    return DnnbenchError(f"interrupted while measuring {image}: the same command resumes, reading back the "
+                         f"steps that finished", exit_code=130)
+
+
 def measure(step: Step, base: str | None, template: RunOptions, *, windows_scale: int = 1) -> Step:
     """Run the job on one image (or read back a finished run), and take its headline."""
     from dnnbench.results import numbers
@@ -103,8 +108,7 @@ def measure(step: Step, base: str | None, template: RunOptions, *, windows_scale
     data, _ = execute(plan, quiet=True)
     step.result, step.headline = data, numbers.run_headline(data) if data.get("status") == "ok" else None
     if data.get("status") == "interrupted":
-        raise DnnbenchError(f"interrupted while measuring {step.image}: the same command resumes, reading "
-                            f"back the steps that finished", exit_code=130)
+        raise _interrupted(step.image)
     if not step.ok:
         raise DnnbenchError(f"{step.image}: the run ended {data.get('status')}: {data.get('message')} "
                             f"(its log: {run_dir / 'log.txt'})")
@@ -241,8 +245,7 @@ def bisect_command(opts: RunOptions, good: str | None, bad: str | None, images: 
         try:
             steps[i] = measure(step, bases_named[i], template, windows_scale=scale)
         except KeyboardInterrupt:    # between two steps' runs: the same word as within one
-            raise DnnbenchError(f"interrupted while measuring {refs[i]}: the same command resumes, reading "
-                                f"back the steps that finished", exit_code=130) from None
+            raise _interrupted(refs[i]) from None
         return steps[i]
 
     g, b = at(lo), at(hi)

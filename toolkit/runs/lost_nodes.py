@@ -12,12 +12,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from dnnbench import external
+from dnnbench import external, names
 from dnnbench.errors import DnnbenchError
 
 SLURM_S = 30
 _NODE_FAILURE = re.compile(r"Node failure on (\S+)")
-_PEER = re.compile(r"(?:closed by peer|remote=|Connection reset by peer|peer) ?\[?(\d+\.\d+\.\d+\.\d+)\]?")
+_PEER = re.compile(r"(?:peer|remote=) ?\[?(\d+\.\d+\.\d+\.\d+)\]?")   # gloo: "closed by peer [A]", "remote=[A]"
 _FIELD = re.compile(r"(\w+)=(\S*)")
 
 
@@ -40,10 +40,6 @@ def nodes_of(job: str) -> dict[str, dict[str, str]]:
         if " Reason=" in text:   # the reason has spaces: up to its [user@time] stamp
             nodes[name]["Reason"] = text.split(" Reason=", 1)[1].split(" [", 1)[0].strip()
     return nodes
-
-
-def _short(host) -> str:
-    return str(host).split(".")[0]
 
 
 def diagnose(job: str, log_text: str, data: dict) -> list[dict]:
@@ -69,7 +65,7 @@ def diagnose(job: str, log_text: str, data: dict) -> list[dict]:
     lost = []
     for name in sorted(evidence):
         ranks = sorted(p["rank"] for p in placement
-                       if isinstance(p, dict) and isinstance(p.get("rank"), int) and _short(p.get("host")) == _short(name))
+                       if isinstance(p, dict) and isinstance(p.get("rank"), int) and names.short_host(p.get("host")) == names.short_host(name))
         lost.append({"node": name, "ranks": ranks, "evidence": evidence[name]})
     # A closed connection alone is what every survivor sees when any peer fails: it names a
     # node lost only with Slurm's word, or when it is the only witness there is.

@@ -312,13 +312,17 @@ def _submit_and_wait(o: SlurmOptions, script: Path, run_dir: Path, run_id: str) 
         outcome = Outcome(code, ended, time.monotonic() - started)
         if o.each_node:
             return _each_node_outcome(o, run_dir, run_id, job, outcome, tail, script)
-        plan = {"run_id": run_id, "workload": o.run.workload, "runtime": f"slurm/{o.run.runtime}",
-                "image": o.run.image, "base": o.run.base, "gpus": None, "timeout": None}
-        data = finalize(run_dir, plan=plan, outcome=outcome,
+        data = finalize(run_dir, plan=_host_plan(o, run_id), outcome=outcome,
                         command=f"sbatch {script}", log_tail=tail, host_extra={"slurm_job": job},
                         amend=lambda d: lost_nodes.amend(job, log, d))
     show_outcome(run_dir, data)
     return code if code else (0 if data.get("status") == "ok" else 1)
+
+
+def _host_plan(o: SlurmOptions, run_id: str) -> dict:
+    """What record.finalize adds to a result as the host's view of a Slurm run."""
+    return {"run_id": run_id, "workload": o.run.workload, "runtime": f"slurm/{o.run.runtime}",
+            "image": o.run.image, "base": o.run.base, "gpus": None, "timeout": None}
 
 
 def _each_node_outcome(o: SlurmOptions, run_dir: Path, run_id: str, job: str, outcome, tail: list[str],
@@ -332,9 +336,7 @@ def _each_node_outcome(o: SlurmOptions, run_dir: Path, run_id: str, job: str, ou
     failed = []
     for node in nodes:
         fileio.make_dirs(run_dir / node, root=run_dir)
-        plan = {"run_id": f"{run_id}-{node}", "workload": o.run.workload, "runtime": f"slurm/{o.run.runtime}",
-                "image": o.run.image, "base": o.run.base, "gpus": None, "timeout": None}
-        data = finalize(run_dir / node, plan=plan, outcome=outcome, command=f"sbatch {script}", log_tail=tail,
+        data = finalize(run_dir / node, plan=_host_plan(o, f"{run_id}-{node}"), outcome=outcome, command=f"sbatch {script}", log_tail=tail,
                         host_extra={"slurm_job": job, "node": node})
         if data.get("status") != "ok":
             failed.append(f"{node} ({data.get('status')}: {str(data.get('message') or '')[:200]})")

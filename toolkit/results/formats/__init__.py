@@ -9,4 +9,14 @@ from . import csv_format, html, json_format, markdown, terminal
 FORMATS = {f.name: f for f in (terminal.FORMAT, csv_format.FORMAT, markdown.FORMAT, json_format.FORMAT,
                                html.FORMAT)}
 
-__all__ = ["FORMATS", "Format", "View"]
+
+
+def format_of(name: str) -> Format:
+    """The format called `name`, or the one-line error that lists the choices."""
+    from dnnbench.errors import DnnbenchError
+    if name not in FORMATS:
+        raise DnnbenchError(f"unknown format {name!r}: choose {', '.join(FORMATS)}")
+    return FORMATS[name]
+
+
+__all__ = ["FORMATS", "Format", "View", "format_of"]
