@@ -65,10 +65,30 @@ def test_script_for_cpu_on_the_nodes_python(tmp_path):
     (["--env", "NOVALUE"], ["--env 'NOVALUE'"]),
     (["--image", "/nope.sif"], ["no such .sif"]),
     (["--nodes", "0"], ["--nodes", "must be between 1 and"]),
+    (["--epochs", "3"], ["--epochs is a training option: add --train"]),
+    (["--train", "--runtime", "host"], ["training needs --data"]),
+    (["--train", "--runtime", "host", "--data", "/nonexistent", "--scaling"], ["--scaling", "--train trains epochs"]),
+    (["--train", "--runtime", "host", "--data", "/", "--resume"], ["resumes from the run folder's newest"]),
+    (["--train", "--runtime", "host", "--data", "/", "--number", "5"], ["--number times benchmark windows"]),
+    (["--train", "--runtime", "host", "--data", "/", "--warn-before", "5"], ["--warn-before"]),
 ])
 def test_mistakes_get_one_line(args, fragments, tmp_path):
     one_line_error(dnnbench("slurm", "resnet18", "--results", tmp_path, *args), *fragments)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_script_for_training(tmp_path, digits):
+    """--train: requeue instead of --no-requeue, the warning signal to the script, one log across
+    the starts, the training entry with --resume left to the script (a checkpoint present)."""
+    text = _script("--train", "--runtime", "host", "--data", digits, "--time", "4:00:00",
+                   "--warn-before", "300", "--target-accuracy", "75", "--epochs", "40", "--results", tmp_path,
+                   "--run-id", "tr")
+    for line in ("#SBATCH --requeue", "#SBATCH --signal=B:USR1@300", "#SBATCH --open-mode=append"):
+        assert line + "\n" in text, line
+    assert "--no-requeue" not in text and "trap " in text and 'scontrol requeue "$SLURM_JOB_ID"' in text
+    main = " ".join(text[text.rindex("srun --kill-on-bad-exit=1"):].replace("\\\n", " ").split())
+    for part in ("-m dnnbench.workloads.train resnet18", "--target-accuracy 75", "--epochs 40", "${RESUME} &"):
+        assert part in main, part
 
 
 def test_without_sbatch_the_script_is_still_written(tmp_path):
@@ -292,3 +312,72 @@ def test_a_slow_node_is_named_the_straggler_of_a_multi_node_job(slurm_cluster, t
     assert by_host["node2"]["local_step_s"] > 1.3 * by_host["node1"]["local_step_s"]
     v = data["verdict"]
     assert v["label"] == "straggler" and "on node2" in " ".join(v["evidence"]) and "node2" in v["hint"]
+
+
+class _ReleaseRequeued:
+    """Slurm holds a requeued batch job for about two minutes (Reason=BeginTime) before it may
+    start again; this lifts the hold (`scontrol update StartTime=now`, as the job's owner may)
+    while the test waits, so the test does not spend those minutes. Nothing else is changed."""
+
+    def __init__(self):
+        import threading
+        self.released, self._stop = 0, threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        while not self._stop.wait(1.0):
+            res = subprocess.run(["squeue", "-h", "-t", "PD", "-o", "%i %r"], capture_output=True, text=True)
+            for line in res.stdout.splitlines():
+                job, _, reason = line.partition(" ")
+                if reason == "BeginTime" and subprocess.run(
+                        ["scontrol", "update", f"JobId={job}", "StartTime=now"], capture_output=True).returncode == 0:
+                    self.released += 1
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+
+@pytest.fixture(scope="module")
+def digits(tmp_path_factory):
+    from tests.digits import write_digits
+    return write_digits(tmp_path_factory.mktemp("digits"))
+
+
+@pytest.mark.engine
+def test_training_is_requeued_at_the_time_limit_and_resumes_to_the_target(slurm_cluster, tmp_path, digits):
+    """`slurm --train` with a 2-minute limit: Slurm's warning signal (USR1, 60 s before; its
+    checks come every 30 s, so 30-60 s into each start) makes the job checkpoint and requeue
+    itself, each start resumes from the newest checkpoint, and the run reaches the target: each
+    epoch counted once, every start's host and Slurm restart kept, only time on the clock in
+    the time to target."""
+    started = time.monotonic()
+    with _ReleaseRequeued() as release:
+        res = dnnbench("slurm", "resnet18", "--train", "--runtime", "host", "--data", digits, "--image-size", "32",
+                       "--batch-size", "32", "--workers", "0", "--epochs", "30", "--target-accuracy", "90",
+                       "--time", "2", "--warn-before", "60", "--results", tmp_path, "--run-id", "t",
+                       "--submit", "--wait", timeout=1500, check=0)
+    wall = time.monotonic() - started
+    run = tmp_path / "t"
+    script = (run / "job.sbatch").read_text()
+    assert "#SBATCH --requeue\n" in script and "#SBATCH --signal=B:USR1@60\n" in script
+    assert "--no-requeue" not in script
+    data = _result(run)
+    assert res.returncode == 0, res.stderr[-3000:]
+    t = data["training"]
+    assert data["status"] == "ok" and t["reached"] and t["best"] >= 90
+    assert release.released >= 1 and len(t["segments"]) >= 2
+    assert [s["slurm_restart"] for s in t["segments"]] == list(range(len(t["segments"])))
+    assert {s["slurm_job"] for s in t["segments"]} == {data["host"]["slurm_job"]}
+    assert all(s["host"] == "node1" and s["ended"] for s in t["segments"])
+    assert [e["epoch"] for e in t["epochs"]] == list(range(1, len(t["epochs"]) + 1))   # each once
+    assert t["time_to_target_s"] <= t["on_clock_s"] < wall
+    log = next(run.glob("slurm-*.out")).read_text()
+    assert log.count("[dnnbench] requeued") == len(t["segments"]) - 1
+    assert "resuming from the newest checkpoint" in log and "time to target" in res.stdout
+    assert len(list(run.glob("checkpoint-*.pt"))) <= 2
+    assert _left_running(run) == []

@@ -53,7 +53,7 @@ jobs:
     assert trained["status"] == "ok" and len(trained["training"]["epochs"]) == 1
     report = json.loads(dnnbench("report", folder, "-f", "json", check=0).stdout)
     rows = {r["job"]: r for r in report["jobs"]}
-    assert rows["resnet18-bs4"]["reached"] == "0/1" and rows["resnet18-bs4"]["best_top1"] is not None
+    assert rows["resnet18-bs4"]["reached"] == "0/1" and rows["resnet18-bs4"]["best"] is not None
     assert "reached" not in rows["script-plain_loop"]
     # the accuracy curve: a plot of the trained job only, in the folder and in the HTML page
     dnnbench("report", folder, "--plots", tmp_path / "plots", check=0)
@@ -75,5 +75,5 @@ def test_time_to_target_is_the_olympic_mean_from_five_runs():
     four = time_to_target(five[:4])
     assert four["tta_s"] == pytest.approx(40.0) and not four["tta_olympic"]
     none = time_to_target([_run(0, reached=False)])
-    assert none["tta_s"] is None and none["reached"] == "0/1" and none["best_top1"] == 76.0
+    assert none["tta_s"] is None and none["reached"] == "0/1" and none["best"] == 76.0 and none["metric"] == "top-1"
     assert time_to_target([{"windows": []}]) == {}

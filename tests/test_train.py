@@ -103,6 +103,60 @@ def test_bad_input_is_one_line(tmp_path, digits, args, fragment):
     assert data is None or data["status"] == "error"    # argparse refuses before any result
 
 
+@pytest.mark.parametrize("workload", ["dcgan", "vae", "loader", "bert"])
+def test_what_train_does_not_train_is_refused_before_anything_runs(tmp_path, digits, workload):
+    """dcgan, vae and loader read the same ImageNet folders but are not classifiers."""
+    res = dnnbench("train", workload, "--data", digits, "--runtime", "host", "--results", tmp_path, check=2)
+    assert res.stderr.count("error:") == 1 and "image classifiers" in res.stderr and "Traceback" not in res.stderr
+    assert list(tmp_path.iterdir()) == []
+    cmd = [sys.executable, "-m", "dnnbench.workloads.train", workload, "--data", str(digits),
+           "--results", str(tmp_path / "c")]
+    inside = subprocess.run(cmd, capture_output=True, text=True, timeout=300)   # the container side too
+    assert inside.returncode == train.EXIT_USAGE and "image classifiers" in inside.stderr
+    assert "not trained by `dnnbench train`" in dnnbench("workloads", workload, check=0).stdout
+    assert "train evaluates: top-1 and top-5" in " ".join(dnnbench("workloads", "resnet18", check=0).stdout.split())
+
+
+NCF = ["--batch-size", "500", "--lr", "0.01", "--factors", "8", "--layers", "32", "16", "8"]   # the model's after --
+
+
+@pytest.fixture(scope="module")
+def ratings(tmp_path_factory):
+    from tests.ratings import write_ratings
+    return write_ratings(tmp_path_factory.mktemp("ratings"))
+
+
+def test_ncf_reaches_its_hr10_target(tmp_path, ratings):
+    """NCF trains as MLPerf's reference does (leave-one-out, 4 negatives, Adam) and is evaluated
+    by HR@10 among 100 items never rated; from the CLI on the host runtime."""
+    res = dnnbench("train", "ncf", "--data", ratings, "--runtime", "host", "--results", tmp_path, "--run-id", "n",
+                   "--epochs", "30", "--target-accuracy", "60", "--seed", "1", *NCF[:4], "--", *NCF[4:])
+    assert res.returncode == 0, res.stderr[-3000:]
+    data = json.loads((tmp_path / "n" / "result.json").read_text())
+    t = data["training"]
+    assert t["metric"] == "hr10" and t["reached"] and t["best"] >= 60 and t["time_to_target_s"] > 0
+    assert t["held_out"] == 300 and t["users"] == 300 and t["items"] == 400 and t["eval_negatives"] == 100
+    assert t["epochs"][0]["eval"]["hr10"] < 40          # it starts near chance (10 %): the target is learned
+    assert "Adam" in t["schedule"] and "HR@10" in res.stdout + res.stderr
+    assert data["unit"] == "samples/s" and data["throughput"]["total"]["value"] > 0
+
+
+def test_ncf_resumed_from_an_epoch_checkpoint_follows_the_same_losses(tmp_path, ratings):
+    def go(out, *args):
+        cmd = [sys.executable, "-m", "dnnbench.workloads.train", "ncf", "--data", str(ratings), "--results",
+               str(out), *NCF, *args]
+        res = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        assert res.returncode == 0, res.stderr[-2000:]
+        return json.loads((out / "result.json").read_text())["training"]["epochs"]
+    whole = go(tmp_path / "whole", "--epochs", "3")
+    go(tmp_path / "cut", "--epochs", "1")
+    resumed = go(tmp_path / "cut", "--epochs", "3", "--resume")
+    assert [e["epoch"] for e in resumed] == [1, 2, 3]
+    for a, b in zip(whole, resumed):
+        assert a["train_loss"] == pytest.approx(b["train_loss"], rel=1e-4)
+        assert a["eval"]["hr10"] == pytest.approx(b["eval"]["hr10"], abs=1e-6)
+
+
 def test_train_cli_interrupted_then_resumed(tmp_path, digits):
     """Ctrl-C's twin (SIGTERM to `dnnbench train`) mid-epoch, then `--resume --run-id`: each epoch
     counted once, the segments of both invocations kept."""
@@ -131,8 +185,9 @@ def test_train_cli_interrupted_then_resumed(tmp_path, digits):
 @pytest.mark.engine
 def test_train_in_the_docker_image(built_image, tmp_path, digits):
     res = dnnbench("train", "resnet18", "--data", digits, "--image", built_image, "--results", tmp_path,
-                   "--run-id", "d", *FAST, "--epochs", "3", "--target-accuracy", "50")
+                   "--run-id", "d", *FAST, "--epochs", "30", "--target-accuracy", "90")
     assert res.returncode == 0, res.stderr[-3000:]
     data = json.loads((tmp_path / "d" / "result.json").read_text())
-    assert data["training"]["reached"] and data["host"]["runtime"] == "docker"
+    t = data["training"]
+    assert t["reached"] and t["best"] >= 90 and t["time_to_target_s"] > 0 and data["host"]["runtime"] == "docker"
     assert list((tmp_path / "d").glob("checkpoint-*.pt"))

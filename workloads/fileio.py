@@ -172,13 +172,19 @@ def _check_target(path):
 def write_atomic_bytes(path, data, mode=0o644, durable=True):
     """Write `data` whole or not at all: a temp file beside `path`, fsync, rename over it.
     durable=False skips the fsync (bulk files that are cheap to make again: fake datasets)."""
+    write_atomic_with(path, lambda fh: fh.write(data), mode, durable)
+
+
+def write_atomic_with(path, fill, mode=0o644, durable=True):
+    """write_atomic_bytes for a writer: `fill(fh)` writes into the temp file's binary file
+    object (torch.save streams a checkpoint there, with no copy of it in memory)."""
     path = os.fspath(path)
     folder = os.path.dirname(path) or "."
     _check_target(path)
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=folder)
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            fill(fh)
             fh.flush()
             if durable:
                 os.fsync(fh.fileno())

@@ -93,6 +93,14 @@ def _number(value):
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+METRICS = {"top1": "top-1", "hr10": "HR@10"}   # a training run's evaluation metric, as reports name it
+
+
+def metric_name(metric):
+    """The name of a training result's metric (results before there was one: top-1)."""
+    return METRICS.get(metric or "top1", str(metric))
+
+
 def finite(value):
     """A real number, not a bool, neither NaN nor infinite: what a figure read from a file must be."""
     return _number(value) and math.isfinite(value)

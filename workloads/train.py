@@ -31,17 +31,19 @@ import time
 import uuid
 from datetime import datetime
 
-from . import fileio, options, schema
+from . import fileio, options, schema, train_tasks
 from .errors import UsageError
 from .options import Option
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NAN, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 CHECKPOINT_GLOB = "checkpoint-*.pt"
 KEEP = 2
+STOP_EVERY = 8   # steps between the ranks' agreement on a signal (a tiny all-reduce)
 
 TRAIN_OPTIONS = (
     Option("epochs", int, 90, "epochs at most", low=1, high=10**6),
-    Option("target_accuracy", float, None, "stop when the top-1 accuracy reaches PCT %", metavar="PCT",
+    Option("target_accuracy", float, None, "stop when the evaluation reaches PCT % (top-1; HR@10 for ncf)",
+           metavar="PCT",
            above=0, high=100),
     Option("eval_every", int, 1, "evaluate every N epochs", low=1, high=10**6),
     Option("max_time", float, None, "stop after MIN minutes on the clock", metavar="MIN", above=0, high=1e6),
@@ -72,56 +74,11 @@ def parser_for(workload):
         else:
             p.add_argument(o.flag, type=o.parse if o.kind in (int, float) else o.kind,
                            default=defaults.get(o.name, o.default), choices=o.choices, metavar=o.metavar, help=o.help)
-    p.add_argument("--data", required=True, help="an ImageNet-layout folder: train/ and val/ class folders")
+    p.add_argument("--data", required=True, help="the dataset: an ImageNet-layout folder (train/ and val/ "
+                                                 "class folders) for the image classifiers, ratings.csv for ncf")
+    if train_tasks.for_workload(workload.name) is not None:   # (others are refused after parsing)
+        workload.add_args(p)   # the model's own options (inception's --aux-logits, ncf's --factors ...)
     return p
-
-
-def validate(args):
-    """The ranges come from the option tables (argparse already refused what is out of them);
-    what is left is the dataset's layout."""
-    for split in ("train", "val"):
-        if not fileio.is_real_dir(os.path.join(args.data, split)):
-            raise UsageError("%s has no %s/ folder (the ImageNet layout: train/ and val/ of class folders)"
-                             % (args.data, split))
-
-
-class Seeded(object):
-    """A dataset whose sample `i` in epoch `e` is augmented from (seed, e, i) alone, in whatever
-    worker and whatever order it is read: the trajectory does not depend on where a run resumed."""
-
-    def __init__(self, inner, seed):
-        self.inner, self.seed, self.epoch = inner, seed, 0
-
-    def __len__(self):
-        return len(self.inner)
-
-    def __getitem__(self, i):
-        import torch
-        s = (self.seed * 1000003 + self.epoch) * 1000003 + int(i)
-        torch.manual_seed(s % (2**63))
-        random.seed(s)
-        return self.inner[i]
-
-
-def order(n, seed, epoch, rank, world, batch):
-    """This rank's sample indices for an epoch: a permutation drawn from (seed, epoch), split
-    across ranks, whole batches only."""
-    import torch
-    g = torch.Generator()
-    g.manual_seed(seed * 1000 + epoch)
-    perm = torch.randperm(n, generator=g).tolist()
-    per_rank = (n // world) // batch * batch
-    return perm[rank * per_rank:(rank + 1) * per_rank]
-
-
-def datasets(path, size):
-    from torchvision import datasets as tvd, transforms as T
-    norm = T.Normalize(mean=[0.485, 0.456, 0.406], std=[0.229, 0.224, 0.225])
-    train = tvd.ImageFolder(os.path.join(path, "train"), T.Compose(
-        [T.RandomResizedCrop(size), T.RandomHorizontalFlip(), T.ToTensor(), norm]))
-    val = tvd.ImageFolder(os.path.join(path, "val"), T.Compose(
-        [T.Resize(int(round(size * 256 / 224.0))), T.CenterCrop(size), T.ToTensor(), norm]))
-    return train, val
 
 
 class Checkpoints(object):
@@ -135,10 +92,8 @@ class Checkpoints(object):
 
     def save(self, state):
         import torch
-        buf = io.BytesIO()
-        torch.save(state, buf)
         path = os.path.join(self.folder, "checkpoint-%04d-%07d.pt" % (state["epoch"], state["step"]))
-        fileio.write_atomic_bytes(path, buf.getvalue())
+        fileio.write_atomic_with(path, lambda fh: torch.save(state, fh))
         for old in self.paths()[:-KEEP]:
             fileio.remove_file(old)
         return path
@@ -175,38 +130,6 @@ class Stopper(object):
         self.signal = signum
 
 
-def lr_at(base, epoch, step_every):
-    return base * (0.1 ** (epoch // step_every))
-
-
-def evaluate(model, loader, device, amp, dist):
-    """top-1, top-5 (%) and mean loss over the val set (every rank's share, summed)."""
-    import torch
-    import torch.nn.functional as F
-    from . import compat
-    model.eval()
-    totals = torch.zeros(4, dtype=torch.float64)
-    with torch.no_grad():
-        for x, y in loader:
-            x, y = x.to(device), y.to(device)
-            with compat.autocast(device, amp):
-                out = model(x)
-            out = out[0] if isinstance(out, tuple) else out
-            k = min(5, out.shape[1])
-            top = out.float().topk(k, dim=1).indices
-            hit = top == y[:, None]
-            totals += torch.tensor([hit[:, 0].sum().item(), hit.any(dim=1).sum().item(),
-                                    F.cross_entropy(out.float(), y, reduction="sum").item(), y.numel()],
-                                   dtype=torch.float64)
-    if dist.enabled:
-        import torch.distributed as tdist
-        tdist.all_reduce(totals)
-    model.train()
-    n = max(1.0, totals[3].item())
-    return {"top1": 100.0 * totals[0].item() / n, "top5": 100.0 * totals[1].item() / n,
-            "loss": totals[2].item() / n, "samples": int(totals[3].item())}
-
-
 def run(workload, argv):
     from .harness import Distributed
     args = parser_for(workload).parse_args(argv)
@@ -228,11 +151,11 @@ def run(workload, argv):
     stopper = Stopper()
     code = EXIT_ERROR
     try:
-        validate(args)
-        if getattr(workload, "data_kind", None) != "imagenet":
-            raise UsageError("training mode covers the image classifiers for now; %s is not one "
-                             "(`dnnbench workloads` says what each evaluates)" % workload.name)
-        code = _train(workload, args, dist, result, stopper)
+        task = train_tasks.for_workload(workload.name)
+        if task is None:
+            raise UsageError("training mode covers the image classifiers and ncf for now; %s is not one "
+                             "(`dnnbench workloads NAME` says what each evaluates)" % workload.name)
+        code = _train(workload, task, args, dist, result, stopper)
     except UsageError as exc:
         result.update(status="error", message=str(exc))
         _log("error: %s" % exc)
@@ -268,42 +191,28 @@ def run(workload, argv):
     return code
 
 
-def _train(workload, args, dist, result, stopper):
+def _train(workload, task_class, args, dist, result, stopper):
     import torch
-    import torch.nn.functional as F
     from . import compat, system
 
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     amp = None if args.amp == "none" else args.amp
-    if args.image_size:
-        workload.image_size = args.image_size
-    size = workload.image_size
-    base_lr = args.lr if args.lr is not None else workload.default_lr(args.batch_size * dist.world_size)
     dist.init(device)
     result["system"] = system.collect(device)
-    result["options"] = dict(sorted(vars(args).items()), lr=base_lr, weight_decay=workload.weight_decay,
-                             image_size=size, device=device)
-    train_set, val_set = datasets(args.data, size)
-    if len(train_set) < args.batch_size * dist.world_size:
-        raise UsageError("%s/train has %d images, fewer than one batch of %d" % (args.data, len(train_set),
-                                                                                args.batch_size))
-    seeded = Seeded(train_set, args.seed)
+    task = task_class(workload, args, dist, device)
+    result["options"] = dict(sorted(vars(args).items()), lr=task.base_lr, weight_decay=workload.weight_decay,
+                             device=device, **task.facts)
     torch.manual_seed(args.seed)
-    workload.num_classes = len(train_set.classes)
     model = workload.build(args).to(device)
     if args.channels_last:
         model = model.to(memory_format=torch.channels_last)
     ddp = torch.nn.parallel.DistributedDataParallel(model) if dist.enabled else model
-    opt = torch.optim.SGD(model.parameters(), lr=base_lr, momentum=0.9, weight_decay=workload.weight_decay)
+    opt = task.optimizer(model)
     scaler = compat.grad_scaler(device, amp)
-    training = {
-        "schedule": "SGD momentum 0.9, weight decay %g, lr %g divided by 10 every %d epochs (pytorch/examples)"
-                    % (workload.weight_decay, base_lr, args.lr_step),
-        "metric": "top1", "target": args.target_accuracy, "reached": False, "time_to_target_s": None,
-        "best": None, "epochs": [], "segments": [], "on_clock_s": 0.0, "resumed_from": None,
-        "train_transform": "RandomResizedCrop(%d) + flip" % size,
-        "eval_transform": "Resize(%d) + CenterCrop(%d)" % (int(round(size * 256 / 224.0)), size),
-    }
+    training = dict({
+        "schedule": task.schedule, "metric": task.metric, "target": args.target_accuracy, "reached": False,
+        "time_to_target_s": None, "best": None, "epochs": [], "segments": [], "on_clock_s": 0.0,
+        "resumed_from": None}, **task.facts)
     result["training"] = training
     fileio.make_dirs(args.results)
     ckpt = Checkpoints(args.results)
@@ -325,17 +234,19 @@ def _train(workload, args, dist, result, stopper):
         if rng.get("python") is not None:
             random.setstate(rng["python"])
         training.update(state["training"])
+        training.pop("resumable", None)
         result["windows"] = list(state.get("windows", []))
         result["loss"] = list(state.get("loss", []))
         training["resumed_from"] = "epoch %d step %d" % (epoch, step_in_epoch)
         _log("resumed from epoch %d, step %d (%.1f s on the clock so far)" % (epoch, step_in_epoch,
                                                                             training["on_clock_s"]))
     segment = {"host": socket.gethostname(), "started": datetime.utcnow().isoformat() + "Z", "ended": None}
+    if os.environ.get("SLURM_JOB_ID"):   # which job, and which of its starts (a requeue starts it again)
+        segment["slurm_job"] = os.environ["SLURM_JOB_ID"]
+        restarts = os.environ.get("SLURM_RESTART_COUNT", "0")
+        segment["slurm_restart"] = int(restarts) if restarts.isdigit() else None
     training["segments"].append(segment)
 
-    val_loader = torch.utils.data.DataLoader(
-        torch.utils.data.Subset(val_set, list(range(dist.rank, len(val_set), dist.world_size))),
-        batch_size=args.batch_size, num_workers=args.workers)
     clock0 = time.perf_counter() - training["on_clock_s"]
     last_ckpt = time.perf_counter()
 
@@ -347,39 +258,31 @@ def _train(workload, args, dist, result, stopper):
                 "rng": {"torch": torch.get_rng_state(), "python": random.getstate()}}
 
     def checkpoint(e, s):
+        """Seconds it took (on the clock: a run pays for its checkpoints)."""
+        c0 = time.perf_counter()
         if dist.rank == 0:
             path = ckpt.save(state_now(e, s))
             _log("checkpoint: %s" % os.path.basename(path))
         if dist.enabled:
             import torch.distributed as tdist
             tdist.barrier()
+        return time.perf_counter() - c0
 
     tag = "[%s train]" % workload.name
-    _log("%s %s, batch %d%s, %d images, image size %d, up to %d epochs%s" % (
-        tag, device, args.batch_size, " x %d ranks" % dist.world_size if dist.enabled else "", len(train_set),
-        size, args.epochs, ", target top-1 %g %%" % args.target_accuracy if args.target_accuracy else ""))
+    _log("%s %s, batch %d%s, %s, up to %d epochs%s" % (
+        tag, device, args.batch_size, " x %d ranks" % dist.world_size if dist.enabled else "", task.intro,
+        args.epochs, ", target %s %g %%" % (schema.metric_name(task.metric), args.target_accuracy) if args.target_accuracy else ""))
     while epoch < args.epochs:
         for group in opt.param_groups:
-            group["lr"] = lr_at(base_lr, epoch, args.lr_step)
-        seeded.epoch = epoch
-        idx = order(len(seeded), args.seed, epoch, dist.rank, dist.world_size, args.batch_size)
-        steps = len(idx) // args.batch_size
-        loader = torch.utils.data.DataLoader(
-            seeded, batch_size=args.batch_size, sampler=idx[step_in_epoch * args.batch_size:],
-            num_workers=args.workers, drop_last=True, pin_memory=device == "cuda")
+            group["lr"] = task.lr_at(epoch)
+        steps, it = task.batches(epoch, step_in_epoch)
         t0, items, wait, losses = time.perf_counter(), 0, 0.0, []
-        it = iter(loader)
         for s in range(step_in_epoch, steps):
             f0 = time.perf_counter()
-            x, y = next(it)
+            batch = next(it)
             wait += time.perf_counter() - f0
-            x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
-            if args.channels_last:
-                x = x.contiguous(memory_format=torch.channels_last)
             with compat.autocast(device, amp):
-                out = ddp(x)
-                out = out[0] if isinstance(out, tuple) else out
-                loss = F.cross_entropy(out, y)
+                loss, n = task.loss(ddp, batch)
             opt.zero_grad(set_to_none=True)
             if scaler is not None:
                 scaler.scale(loss).backward()
@@ -389,15 +292,15 @@ def _train(workload, args, dist, result, stopper):
                 loss.backward()
                 opt.step()
             losses.append(loss.detach())
-            items += x.shape[0]
-            if stopper.signal is not None:
+            items += n
+            if _stop_here(stopper, dist, device, s):
                 del it
                 _close_epoch(result, losses, items, time.perf_counter() - t0, wait)
+                segment["ended"] = datetime.utcnow().isoformat() + "Z"   # before the checkpoint keeps it
+                training["resumable"] = True
                 checkpoint(epoch, s + 1)
                 result.update(status="interrupted", message="stopped by signal %d at epoch %d step %d: "
-                              "resumable with --resume" % (stopper.signal, epoch, s + 1))
-                training["resumable"] = True
-                segment["ended"] = datetime.utcnow().isoformat() + "Z"
+                              "resumable with --resume" % (stopper.signal or signal.SIGTERM, epoch, s + 1))
                 _log("%s %s" % (tag, result["message"]))
                 return EXIT_INTERRUPTED
             if args.checkpoint_every and time.perf_counter() - last_ckpt >= args.checkpoint_every * 60:
@@ -410,28 +313,28 @@ def _train(workload, args, dist, result, stopper):
             return EXIT_NAN
         step_in_epoch = 0
         epoch += 1
-        record = {"epoch": epoch, "train_loss": train_loss, "lr": lr_at(base_lr, epoch - 1, args.lr_step),
+        record = {"epoch": epoch, "train_loss": train_loss, "lr": task.lr_at(epoch - 1),
                   "train_throughput": result["windows"][-1]["items"] * dist.world_size /
                   max(1e-9, result["windows"][-1]["seconds"]), "eval": None}
         if epoch % args.eval_every == 0 or epoch == args.epochs:
-            record["eval"] = evaluate(model, val_loader, device, amp, dist)
+            record["eval"] = task.evaluate(model, amp)
         record["on_clock_s"] = time.perf_counter() - clock0
         training["epochs"].append(record)
         ev = record["eval"]
-        if ev is not None and (training["best"] is None or ev["top1"] > training["best"]):
-            training["best"] = ev["top1"]
+        if ev is not None and (training["best"] is None or ev[task.metric] > training["best"]):
+            training["best"] = ev[task.metric]
         _log("%s epoch %d/%d  loss %.4f  %.1f %s/s%s  %.0fs on the clock" % (
             tag, epoch, args.epochs, train_loss if train_loss is not None else float("nan"),
             record["train_throughput"], workload.unit,
-            "  top-1 %.2f%%  top-5 %.2f%%" % (ev["top1"], ev["top5"]) if ev else "", record["on_clock_s"]))
-        reached = ev is not None and args.target_accuracy is not None and ev["top1"] >= args.target_accuracy
+            "  " + task.show(ev) if ev else "", record["on_clock_s"]))
+        reached = ev is not None and args.target_accuracy is not None and ev[task.metric] >= args.target_accuracy
         if reached:
             training["reached"], training["time_to_target_s"] = True, record["on_clock_s"]
             training["reached_at_epoch"] = epoch
-        checkpoint(epoch, 0)
+        record["checkpoint_s"] = checkpoint(epoch, 0)
         if reached:
-            _log("%s target top-1 %g %% reached at epoch %d, %.1f s on the clock" % (
-                tag, args.target_accuracy, epoch, record["on_clock_s"]))
+            _log("%s target %s %g %% reached at epoch %d, %.1f s on the clock" % (
+                tag, schema.metric_name(task.metric), args.target_accuracy, epoch, record["on_clock_s"]))
             break
         if args.max_time and record["on_clock_s"] >= args.max_time * 60:
             _log("%s --max-time %g min reached" % (tag, args.max_time))
@@ -439,10 +342,25 @@ def _train(workload, args, dist, result, stopper):
     training["on_clock_s"] = time.perf_counter() - clock0
     segment["ended"] = datetime.utcnow().isoformat() + "Z"
     if args.target_accuracy is not None and not training["reached"]:
-        _log("%s target not reached: best top-1 %s" % (
-            tag, "-" if training["best"] is None else "%.2f %%" % training["best"]))
+        _log("%s target not reached: best %s %s" % (
+            tag, schema.metric_name(task.metric), "-" if training["best"] is None else "%.2f %%" % training["best"]))
     result["status"] = "ok"
     return EXIT_OK
+
+
+def _stop_here(stopper, dist, device, s):
+    """Whether to checkpoint and stop after step `s`. Every rank must stop after the same step
+    (DDP's next all-reduce would wait for the others for good), and a signal reaches each at its
+    own moment: with several ranks they agree every STOP_EVERY steps (a MAX all-reduce)."""
+    if not dist.enabled:
+        return stopper.signal is not None
+    if (s + 1) % STOP_EVERY:
+        return False
+    import torch
+    import torch.distributed as tdist
+    flag = torch.tensor([0.0 if stopper.signal is None else 1.0], device=device)
+    tdist.all_reduce(flag, op=tdist.ReduceOp.MAX)
+    return flag.item() > 0
 
 
 def _close_epoch(result, losses, items, seconds, wait):

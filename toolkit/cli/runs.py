@@ -102,6 +102,11 @@ def run(
     raise typer.Exit(run_command(opts))
 
 
+def _train_options():
+    from dnnbench.workloads.train import TRAIN_OPTIONS
+    return TRAIN_OPTIONS
+
+
 SLURM_HELP = """Write (and with --submit, submit) an sbatch script that runs a workload on Slurm nodes.
 
 srun starts one torchrun agent per node inside `apptainer exec --nv` (or on the nodes' Python
@@ -117,10 +122,17 @@ Examples:
       --setup 'module load apptainer' --dry-run
   dnnbench slurm resnet50 --image dnnbench_ngc-24.10.sif --nodes 16 \\
       --gpus-per-node 8 --each-node --submit --wait     # which node is slow?
+  dnnbench slurm resnet50 --train --data /imagenet --target-accuracy 75 \
+      --image dnnbench_ngc-24.10.sif --nodes 4 --gpus-per-node 8 --time 4:00:00
+
+With --train the job trains to a target accuracy (as `dnnbench train`): --warn-before seconds
+before the time limit it checkpoints and requeues itself, and each start resumes from the run
+folder's newest checkpoint; the result keeps every start's host and times.
 
 Options after `--` go to the workload unchanged."""
 
 
+@with_harness_options(options=_train_options(), key="train")
 @with_params(SCRIPT_PARAMS, key="script_opts")
 @with_harness_options()
 def slurm(
@@ -149,24 +161,35 @@ def slurm(
     submit: bool = typer.Option(False, "--submit", help="Submit the script with sbatch."),
     wait: bool = typer.Option(False, "--wait", help="With --submit: follow the job's log until it ends (Ctrl-C cancels it)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the script; write and submit nothing."),
+    train_mode: bool = typer.Option(False, "--train", help="Train to a target accuracy (the `dnnbench train` "
+                                    "options below), requeued at the time limit and resumed from its checkpoint."),
+    warn_before: int = typer.Option(120, "--warn-before", min=10, max=86400, help="With --train: seconds before "
+                                    "the time limit at which the job checkpoints and requeues itself."),
     harness: dict = None,
     script_opts: dict = None,
+    train: dict = None,
 ):
     from dnnbench.runs.slurm import SlurmOptions, slurm_command
     workload, extra = _workload_or_script(workload, list(ctx.args), script_opts["script"])
+    if not train_mode:
+        given = [o.flag for o in _train_options() if train[o.name] not in (None, False, o.default)]
+        if given:
+            raise DnnbenchError(f"{given[0]} is a training option: add --train")
     opts = RunOptions(workload=workload or "", data=data, runtime=runtime, image=image, base=base, results=results,
                       run_id=run_id, extra=extra, **script_opts, **harness)
     raise typer.Exit(slurm_command(SlurmOptions(
         run=opts, nodes=nodes, gpus_per_node=gpus_per_node, nproc_per_node=nproc_per_node, partition=partition,
         time=time_limit, account=account, cpus_per_task=cpus_per_task, sbatch_args=sbatch_arg, setup=setup,
-        env=env, scaling=scaling, each_node=each_node, submit=submit, wait=wait), dry_run))
+        env=env, scaling=scaling, each_node=each_node, train=train if train_mode else None,
+        warn_before=warn_before, submit=submit, wait=wait), dry_run))
 
 
 TRAIN_HELP = """Train a workload to a target accuracy: epochs, evaluation, checkpoints, resume.
 
 The pytorch/examples ImageNet recipe for the image classifiers (SGD momentum 0.9, weight decay
 1e-4, lr 0.1 x batch/256 divided by 10 every --lr-step epochs; RandomResizedCrop + flip, Resize +
-CenterCrop; top-1/top-5) on the same runtimes, images, GPUs and run folder as a benchmark run.
+CenterCrop; top-1/top-5), and MLPerf's NCF recipe for ncf (HR@10 on held-out ratings), on the
+same runtimes, images, GPUs and run folder as a benchmark run.
 The result has every epoch (train loss and throughput, eval top-1/top-5, time on the clock) and
 the time to target (training, evaluation and data loading on the clock, as MLPerf counts it).
 
@@ -180,17 +203,13 @@ Example:
       --target-accuracy 90 --epochs 30"""
 
 
-def _train_options():
-    from dnnbench.workloads.train import TRAIN_OPTIONS
-    return TRAIN_OPTIONS
-
-
 @with_harness_options(options=_train_options(), key="train")
 @with_harness_options(("batch_size", "workers", "amp", "channels_last", "seed", "lr"))
 def train(
     ctx: typer.Context,
-    workload: str = typer.Argument(..., help="Workload name (an image classifier; `dnnbench workloads`)."),
-    data: Path = typer.Option(..., "--data", "-d", help="ImageNet-layout folder: train/ and val/ (mounted read-only)."),
+    workload: str = typer.Argument(..., help="Workload name (an image classifier or ncf; `dnnbench workloads`)."),
+    data: Path = typer.Option(..., "--data", "-d", help="ImageNet-layout folder (train/, val/), or ratings.csv's "
+                              "folder for ncf; mounted read-only."),
     gpus: Optional[str] = typer.Option(None, "--gpus", "-g", help="GPUs: all, or indices like 0 or 0,1. Default: CPU."),
     nproc: Optional[int] = typer.Option(None, "--nproc", help="CPU runs: processes (DDP over gloo, through torchrun)."),
     runtime: Runtime = typer.Option("docker", "--runtime", "-r", help="docker, singularity (= apptainer) or host."),
@@ -291,7 +310,9 @@ def workloads(name: Optional[str] = typer.Argument(None, help="One workload: its
             raise DnnbenchError(f"unknown workload {name!r}; `dnnbench workloads` lists them")
         params = f"{spec.params_m:.2f} M parameters" if spec.params > 1 else "no parameters"
         out.print(Text(f"{name}: --data {spec.data_kind or 'synthetic only'}, {spec.unit}/s, {params}"))
-        for label, text in (("reference", spec.reference), ("differs", spec.differs)):
+        from dnnbench.workloads import evaluation
+        trains = evaluation(name) or "not trained by `dnnbench train` yet (it trains the image classifiers and ncf)"
+        for label, text in (("reference", spec.reference), ("differs", spec.differs), ("train evaluates", trains)):
             out.print(Text(f"\n{label}: {text}"))
         return
     columns = [Column("workload", key=True), Column("--data", rank=6), Column("unit", rank=7),

@@ -34,8 +34,9 @@ def essentials(data: dict) -> dict:
     training = data.get("training")
     kept = None
     if isinstance(training, dict):   # what the report's time-to-target and accuracy curve read
-        kept = {k: training.get(k) for k in ("reached", "time_to_target_s", "best", "target")}
-        kept["curve"] = [(e.get("on_clock_s"), (e.get("eval") or {}).get("top1"))
+        kept = {k: training.get(k) for k in ("reached", "time_to_target_s", "best", "target", "metric")}
+        metric = training.get("metric") or "top1"
+        kept["curve"] = [(e.get("on_clock_s"), (e.get("eval") or {}).get(metric))
                          for e in training.get("epochs") or [] if isinstance(e, dict)]
     return {"world_size": data.get("world_size"), "windows": data.get("windows") or [],
             "host": (data.get("system") or {}).get("host") if isinstance(data.get("system"), dict) else None,

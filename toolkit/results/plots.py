@@ -100,8 +100,8 @@ def _plots(jobs: dict) -> list[tuple[str, bytes]]:
 
 
 def _accuracy_curves(jobs: dict, plt) -> list[tuple[str, bytes]]:
-    """accuracy-<job>.png for every job that trained: eval top-1 against time on the clock, one line
-    per run, the target as a dashed line."""
+    """accuracy-<job>.png for every job that trained: its evaluation (top-1, HR@10) against time on
+    the clock, one line per run, the target as a dashed line."""
     from dnnbench import names as names_mod
     from dnnbench.console import visible
     from dnnbench.workloads.schema import finite
@@ -119,7 +119,8 @@ def _accuracy_curves(jobs: dict, plt) -> list[tuple[str, bytes]]:
         if target is not None:
             ax.axhline(target, linestyle="--", color="grey", label=f"target {target:g} %")
         ax.set_xlabel("time on the clock (s)")
-        ax.set_ylabel("eval top-1 (%)")
+        from dnnbench.workloads.schema import metric_name
+        ax.set_ylabel(f"eval {metric_name(next((run.get('metric') for run in runs if run.get('metric')), None))} (%)")
         ax.set_title(visible(f"{name} on {system}", one_line=True)[:80])
         ax.legend(fontsize="small")
         fig.tight_layout()

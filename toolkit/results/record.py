@@ -134,9 +134,10 @@ def training_line(t: dict) -> str:
     epochs = t.get("epochs") or []
     best = t.get("best")
     best_text = "-" if not isinstance(best, (int, float)) else f"{best:.2f} %"
+    metric = schema.metric_name(t.get("metric"))
     if t.get("reached"):
-        return (f"target top-1 {t.get('target')} % reached at epoch {t.get('reached_at_epoch')}: time to target "
+        return (f"target {metric} {t.get('target')} % reached at epoch {t.get('reached_at_epoch')}: time to target "
                 f"{t.get('time_to_target_s'):.1f} s on the clock")
     if t.get("target") is not None:
-        return f"target top-1 {t.get('target')} % not reached in {len(epochs)} epochs: best {best_text}"
-    return f"{len(epochs)} epochs, best top-1 {best_text}"
+        return f"target {metric} {t.get('target')} % not reached in {len(epochs)} epochs: best {best_text}"
+    return f"{len(epochs)} epochs, best {metric} {best_text}"

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dnnbench import __version__, external, names
-from dnnbench.runs import lost_nodes, plan as plan_mod
+from dnnbench.runs import lost_nodes, plan as plan_mod, training
 from dnnbench.runs import launch as run_mod
 from dnnbench.console import err, info, out
 from dnnbench.errors import DnnbenchError
@@ -29,7 +29,8 @@ _TIME = re.compile(r"\d+|\d+:\d{2}|\d+:\d{2}:\d{2}|\d+-\d+|\d+-\d+:\d{2}|\d+-\d+
 _NAME = re.compile(r"[A-Za-z0-9_.,+-]+")
 _ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=.*$")
 # Shell variables the script sets; kept unquoted through shlex by these stand-ins.
-_VARS = {"@NTASKS@": "${SLURM_NTASKS}", "@HEAD@": "${HEAD_ADDR}", "@PORT@": "${PORT}", "@JOB@": "${SLURM_JOB_ID}"}
+_VARS = {"@NTASKS@": "${SLURM_NTASKS}", "@HEAD@": "${HEAD_ADDR}", "@PORT@": "${PORT}", "@JOB@": "${SLURM_JOB_ID}",
+         "@RESUME@": "${RESUME}"}
 
 
 @dataclass
@@ -47,6 +48,8 @@ class SlurmOptions:
     env: list[str] = field(default_factory=list)     # KEY=VALUE into the run (NCCL_SOCKET_IFNAME=...)
     scaling: bool = False
     each_node: bool = False                  # one single-node run per node, at the same time
+    train: dict | None = None                # `--train`: dnnbench.workloads.train's options
+    warn_before: int = 120                   # --train: seconds before the time limit Slurm warns
     submit: bool = False
     wait: bool = False
 
@@ -75,6 +78,11 @@ def _check(o: SlurmOptions) -> None:
         raise DnnbenchError("--setup takes one shell line per use")
     if o.each_node and o.scaling:
         raise DnnbenchError("--each-node runs every node on its own: --scaling needs one job across nodes")
+    if o.train is not None and (o.scaling or o.each_node):
+        raise DnnbenchError(f"{'--scaling' if o.scaling else '--each-node'} times benchmark windows; "
+                            f"--train trains epochs")
+    if not 10 <= o.warn_before <= 86400:
+        raise DnnbenchError(f"--warn-before {o.warn_before}: seconds, 10 to 86400")
     if o.wait and not o.submit:
         raise DnnbenchError("--wait goes with --submit")
     if o.run.runtime not in ("singularity", "apptainer", "host"):
@@ -143,12 +151,19 @@ def render(o: SlurmOptions, dry_run: bool = False) -> tuple[str, Path, str]:
     opts = o.run
     script = None
     if opts.script is not None:   # a user's script: its folder goes in read-only, as with `run --script`
+        if o.train is not None:
+            raise DnnbenchError("--train trains a workload, not a --script")
         if o.scaling or o.each_node:
             raise DnnbenchError(f"{'--scaling' if o.scaling else '--each-node'} is for workloads, not --script")
         folder, entry, data, workload = run_mod.script_parts(opts)
         script = (folder, entry)
     else:
         workload, kind = run_mod.check_workload(opts.workload)
+        if o.train is not None:
+            training.check(opts, o.train)
+            if o.train.get("resume"):
+                raise DnnbenchError("--resume is not needed under Slurm: the job (requeued, or its job.sbatch "
+                                    "submitted again) resumes from the run folder's newest checkpoint by itself")
         run_mod.check_options(opts)
         data = run_mod.check_data(opts.data, workload, kind)
     img = _image(o, dry_run)
@@ -171,6 +186,12 @@ def render(o: SlurmOptions, dry_run: bool = False) -> tuple[str, Path, str]:
             args=script_mod.arguments(list(opts.extra), common["data_in"]),
             timing={"warmup": opts.warmup, "number": opts.number, "repeat": opts.repeat,
                     "items_per_step": opts.items_per_step, "unit": opts.unit, "run_to_end": opts.run_to_end})
+        ref_args = []
+    elif o.train is not None:
+        # @RESUME@: --resume where the run folder holds a checkpoint (the job script decides)
+        module_args = training.module_args(workload, opts, o.train, data_in=common["data_in"],
+                                           results_in=results_in, run_id=run_id, device=common["device"])
+        module_args += ["@RESUME@", *opts.extra]
         ref_args = []
     else:
         module_args = ["-m", "dnnbench.workloads", workload] + run_mod.harness_args(
@@ -197,10 +218,14 @@ def render(o: SlurmOptions, dry_run: bool = False) -> tuple[str, Path, str]:
         exe = Path(apptainer.binary(required=False) or "apptainer").name   # the nodes' PATH finds it
         return plan_mod.slurm_step(plan_mod.apptainer_command(dataclasses.replace(plan, argv=argv), exe))
 
-    # --no-requeue: after a node failure Slurm would otherwise run the job again into this run
-    # folder, over the result that says which node was lost
+    # A benchmark: --no-requeue, as after a node failure Slurm would otherwise run the job again
+    # into this run folder, over the result that says which node was lost. Training: --requeue
+    # (it resumes from its checkpoint), USR1 to the script before the time limit, one log kept
+    # across the starts.
     directives = [f"--job-name=dnnbench-{workload}", f"--nodes={o.nodes}", "--ntasks-per-node=1",
-                  f"--output={run_dir}/slurm-%j.out", "--no-requeue"]
+                  f"--output={run_dir}/slurm-%j.out"]
+    directives += (["--requeue", f"--signal=B:USR1@{o.warn_before}", "--open-mode=append"] if o.train is not None
+                   else ["--no-requeue"])
     if gpus:
         directives.append(f"--gpus-per-node={o.gpus_per_node}")
     for flag, value in (("partition", o.partition), ("time", o.time), ("account", o.account),
@@ -220,7 +245,7 @@ def render(o: SlurmOptions, dry_run: bool = False) -> tuple[str, Path, str]:
         version=__version__, script=run_dir / SCRIPT, directives=directives, setup=setup,
         run_dir=shlex.quote(str(run_dir)),
         reference=_shell(wrap([img.python, "-m", "dnnbench.workloads", workload] + ref_args)) if o.scaling else None,
-        each_node=o.each_node,
+        each_node=o.each_node, train=o.train is not None, warn_before=o.warn_before,
         command=_shell(wrap(_each_node(img.python, module_args, per_node) if o.each_node
                             else _launcher(img.python, module_args, per_node))))
     return text, run_dir, run_id

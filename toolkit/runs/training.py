@@ -16,8 +16,8 @@ from dnnbench.workloads import options as options_mod, schema
 SHARED = ("batch_size", "workers", "amp", "channels_last", "seed", "lr")
 
 
-def train_plan(opts: RunOptions, train: dict) -> plan_mod.RunPlan:
-    """Every check, then the plan: launch.build_plan's, with the training entry and its options."""
+def check(opts: RunOptions, train: dict) -> None:
+    """What `train` and `slurm --train` refuse before anything is written."""
     from dnnbench.workloads.train import TRAIN_OPTIONS
     unused = [o.flag for o in options_mod.HOST_OPTIONS if o.name not in SHARED and getattr(opts, o.name) not in
               (None, False)]
@@ -27,8 +27,29 @@ def train_plan(opts: RunOptions, train: dict) -> plan_mod.RunPlan:
         why = o.problem(train.get(o.name))
         if why:
             raise DnnbenchError(f"{o.flag} {train.get(o.name)}: {why}")
+    from dnnbench.workloads import WORKLOADS, evaluation
+    if opts.workload in WORKLOADS and evaluation(opts.workload) is None:
+        raise DnnbenchError(f"`dnnbench train` trains the image classifiers and ncf for now; {opts.workload} is not one "
+                            f"(`dnnbench workloads NAME` says what each evaluates)")
     if opts.data is None:
-        raise DnnbenchError("training needs --data: an ImageNet-layout folder with train/ and val/")
+        raise DnnbenchError("training needs --data: an ImageNet-layout folder (train/, val/), or ratings.csv's folder for ncf")
+
+
+def module_args(workload: str, opts: RunOptions, train: dict, *, data_in: str, results_in: str, run_id: str,
+                device: str) -> list[str]:
+    """`-m dnnbench.workloads.train WORKLOAD ...`: the training entry and its options."""
+    from dnnbench.workloads.train import TRAIN_OPTIONS
+    argv = ["-m", "dnnbench.workloads.train", workload, "--data", data_in, "--results", results_in,
+            "--run-id", run_id, "--device", device]
+    argv += options_mod.argv({n: getattr(opts, n) for n in SHARED})
+    for o in TRAIN_OPTIONS:
+        argv += o.argv(train.get(o.name))
+    return argv
+
+
+def train_plan(opts: RunOptions, train: dict) -> plan_mod.RunPlan:
+    """Every check, then the plan: launch.build_plan's, with the training entry and its options."""
+    check(opts, train)
     resume = bool(train.get("resume"))
     if resume and not opts.run_id:
         raise DnnbenchError("--resume continues a run folder: give its --run-id")
@@ -39,14 +60,10 @@ def train_plan(opts: RunOptions, train: dict) -> plan_mod.RunPlan:
     python = plan.argv[0]
     launcher = [python] if plan.nproc <= 1 else [python, "-m", "torch.distributed.run", "--standalone",
                                                   "--nnodes=1", f"--nproc_per_node={plan.nproc}"]
-    argv = launcher + ["-m", "dnnbench.workloads.train", plan.workload,
-                       "--data", plan_mod.DATA_DIR if contained else str(names.real(opts.data)),
-                       "--results", plan_mod.RESULTS_DIR if contained else plan.run_dir,
-                       "--run-id", plan.run_id, "--device", "cuda" if plan.gpus else "cpu"]
-    argv += options_mod.argv({n: getattr(opts, n) for n in SHARED})
-    for o in TRAIN_OPTIONS:
-        argv += o.argv(train.get(o.name))
-    plan.argv = argv + list(opts.extra)
+    plan.argv = launcher + module_args(
+        plan.workload, opts, train, data_in=plan_mod.DATA_DIR if contained else str(names.real(opts.data)),
+        results_in=plan_mod.RESULTS_DIR if contained else plan.run_dir, run_id=plan.run_id,
+        device="cuda" if plan.gpus else "cpu") + list(opts.extra)
     plan.profile = None
     return plan
 

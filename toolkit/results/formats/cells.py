@@ -9,12 +9,12 @@ COLUMNS = [("system", "system"), ("job", "job"), ("n", "n"), ("failed", "failed"
            ("ci95_pct", "+-95% CI %"), ("median", "window median"), ("sd_pct", "sd% (runs)"), ("unit", "unit"),
            ("verdict", "verdict")]
 TRIMMED_COLUMNS = [("trimmed", "trimmed"), ("trimmed_n", "n trimmed")]
-TRAINING_COLUMNS = [("reached", "reached target"), ("tta_s", "time to target s"), ("best_top1", "best top-1 %")]
+TRAINING_COLUMNS = [("reached", "reached target"), ("tta_s", "time to target s"), ("best", "best eval %")]
 SCALING_COLUMNS = [("world_size", "ranks"), ("scaling", "scaling eff.")]
 BASELINE_COLUMNS = [("target", "target"), ("bounds", "bounds"), ("diff_pct", "diff%"), ("target_verdict", "vs target")]
 RATES = {"throughput", "median", "trimmed", "target"}   # printed with numbers.fmt, as everywhere
 # which columns a narrow terminal keeps longest (system and job name the row: always kept)
-RANK = {"tta_s": 8, "reached": 7, "best_top1": 6, "throughput": 9, "ci95_pct": 8, "unit": 7, "target_verdict": 7,
+RANK = {"tta_s": 8, "reached": 7, "best": 6, "throughput": 9, "ci95_pct": 8, "unit": 7, "target_verdict": 7,
         "target": 7, "verdict": 6, "scaling": 6, "diff_pct": 6, "n": 5, "trimmed": 5, "failed": 4, "world_size": 4,
         "median": 3, "sd_pct": 2, "trimmed_n": 2, "bounds": 2}
 STATISTIC = ("Throughput: items over seconds summed over every timed window of a job's runs (times ranks, "
@@ -44,6 +44,8 @@ def columns(table: list[dict], with_baseline: bool) -> list[tuple[str, str]]:
 def cell(row: dict, key: str) -> str:
     if key in RATES:
         return numbers.fmt(row.get(key))
+    if key == "best" and row.get("best") is not None:     # which evaluation: top-1, HR@10
+        return f"{fmt(row['best'])} {row.get('metric') or ''}".strip()
     return fmt(row.get(key), 2 if key == "scaling" else 1)
 
 
