@@ -19,6 +19,7 @@ the last two are kept, and a damaged newest one falls back to the one before it.
 Python 3.7+, stdlib + torch/torchvision, like the rest of the container side.
 """
 import argparse
+import copy
 import glob
 import io
 import math
@@ -82,21 +83,45 @@ def parser_for(workload):
 
 
 class Checkpoints(object):
-    """checkpoint-EEEE-SSSSSSS.pt in the run folder: atomic, the last KEEP kept."""
+    """checkpoint-EEEE-SSSSSSS.pt in the run folder: atomic, the last KEEP kept. The training
+    waits only for a copy of the state (CPU tensors); serializing, writing and fsync run in a
+    thread while it goes on, one write at a time (`wait` before the next, and before exit)."""
 
     def __init__(self, folder):
         self.folder = folder
+        self._writer, self._error = None, None
 
     def paths(self):
         return sorted(glob.glob(os.path.join(self.folder, CHECKPOINT_GLOB)))
 
-    def save(self, state):
+    def save(self, state, wait=False):
+        import threading
         import torch
+        self.wait()
+        snapshot = _copy_state(state)
         path = os.path.join(self.folder, "checkpoint-%04d-%07d.pt" % (state["epoch"], state["step"]))
-        fileio.write_atomic_with(path, lambda fh: torch.save(state, fh))
-        for old in self.paths()[:-KEEP]:
-            fileio.remove_file(old)
+
+        def write():
+            try:
+                fileio.write_atomic_with(path, lambda fh: torch.save(snapshot, fh))
+                for old in self.paths()[:-KEEP]:
+                    fileio.remove_file(old)
+            except BaseException as exc:  # noqa: BLE001 - raised in the training thread by wait()
+                self._error = exc
+        self._writer = threading.Thread(target=write, name="checkpoint-writer")
+        self._writer.start()
+        if wait:
+            self.wait()
         return path
+
+    def wait(self):
+        """Until the last checkpoint is on disk; its failure raised here."""
+        if self._writer is not None:
+            self._writer.join()
+            self._writer = None
+        if self._error is not None:
+            exc, self._error = self._error, None
+            raise exc
 
     def load(self):
         """The newest checkpoint that loads, and the warnings about those that did not."""
@@ -113,6 +138,21 @@ class Checkpoints(object):
                 warnings.append("checkpoint %s is damaged (%s): using the one before it"
                                 % (os.path.basename(path), str(exc).strip()[:200]))
         return None, warnings
+
+
+def _copy_state(value):
+    """A checkpoint's state as it is now, for the writer thread: tensors copied to the CPU,
+    containers rebuilt (the training goes on changing the originals)."""
+    import torch
+    if isinstance(value, torch.Tensor):
+        return value.detach().to("cpu", copy=True)
+    if isinstance(value, dict):
+        return type(value)((k, _copy_state(v)) for k, v in value.items())
+    if isinstance(value, tuple) and hasattr(value, "_fields"):   # a namedtuple
+        return type(value)(*[_copy_state(v) for v in value])
+    if isinstance(value, (list, tuple)):
+        return type(value)(_copy_state(v) for v in value)
+    return copy.deepcopy(value)
 
 
 class Stopper(object):
@@ -257,11 +297,12 @@ def _train(workload, task_class, args, dist, result, stopper):
                 "training": training, "windows": result["windows"], "loss": result["loss"][-10000:],
                 "rng": {"torch": torch.get_rng_state(), "python": random.getstate()}}
 
-    def checkpoint(e, s):
-        """Seconds it took (on the clock: a run pays for its checkpoints)."""
+    def checkpoint(e, s, wait=False):
+        """Seconds the training waited for it (on the clock: a run pays for its checkpoints);
+        wait: until it is on disk (before the run stops)."""
         c0 = time.perf_counter()
         if dist.rank == 0:
-            path = ckpt.save(state_now(e, s))
+            path = ckpt.save(state_now(e, s), wait=wait)
             _log("checkpoint: %s" % os.path.basename(path))
         if dist.enabled:
             import torch.distributed as tdist
@@ -298,7 +339,7 @@ def _train(workload, task_class, args, dist, result, stopper):
                 _close_epoch(result, losses, items, time.perf_counter() - t0, wait)
                 segment["ended"] = datetime.utcnow().isoformat() + "Z"   # before the checkpoint keeps it
                 training["resumable"] = True
-                checkpoint(epoch, s + 1)
+                checkpoint(epoch, s + 1, wait=True)
                 result.update(status="interrupted", message="stopped by signal %d at epoch %d step %d: "
                               "resumable with --resume" % (stopper.signal or signal.SIGTERM, epoch, s + 1))
                 _log("%s %s" % (tag, result["message"]))
@@ -309,6 +350,7 @@ def _train(workload, task_class, args, dist, result, stopper):
         del it
         train_loss = _close_epoch(result, losses, items, time.perf_counter() - t0, wait)
         if train_loss is not None and not math.isfinite(train_loss):
+            ckpt.wait()
             result.update(status="nan", message="the training loss became NaN/Inf in epoch %d" % (epoch + 1))
             return EXIT_NAN
         step_in_epoch = 0
@@ -339,6 +381,7 @@ def _train(workload, task_class, args, dist, result, stopper):
         if args.max_time and record["on_clock_s"] >= args.max_time * 60:
             _log("%s --max-time %g min reached" % (tag, args.max_time))
             break
+    ckpt.wait()
     training["on_clock_s"] = time.perf_counter() - clock0
     segment["ended"] = datetime.utcnow().isoformat() + "Z"
     if args.target_accuracy is not None and not training["reached"]:
