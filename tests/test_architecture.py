@@ -95,3 +95,16 @@ def test_the_container_side_never_imports_the_host_side():
         if name.startswith("dnnbench.workloads"):
             host = {t for t in targets if not t.startswith("dnnbench.workloads") and t != "dnnbench"}
             assert not host, f"{name} imports {host}"
+
+
+def test_run_options_hold_every_host_harness_option():
+    """RunOptions is written out (readers and mypy see its fields): one field per host harness
+    option, flags False by default and the rest None (the workload's own default)."""
+    import dataclasses
+
+    from dnnbench.runs.options import HOST_FIELDS, RunOptions
+    from dnnbench.workloads.options import HOST_OPTIONS
+    fields = {f.name: f for f in dataclasses.fields(RunOptions)}
+    assert list(fields) == list(HOST_FIELDS) + [o.name for o in HOST_OPTIONS]
+    for o in HOST_OPTIONS:
+        assert fields[o.name].default is (False if o.kind is bool else None), o.name

@@ -5,14 +5,18 @@ from __future__ import annotations
 import functools
 import inspect
 from enum import Enum
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 
 from dnnbench.workloads.options import HOST_OPTIONS
 
 
-def choice(name: str, values) -> type[Enum]:
+# The default of a command's parameter that a decorator below fills (harness=, train=, job=...).
+INJECTED: Any = None
+
+
+def choice(name: str, values) -> Any:
     """A typer choice type: validation, --help and completion list the values."""
     return Enum(name, {v.replace("-", "_"): v for v in values}, type=str)
 
@@ -39,6 +43,7 @@ def in_range(option):
 
 
 def _parameter(option) -> inspect.Parameter:
+    annotation: Any
     if option.kind is bool:
         info = typer.Option(False, option.flag, help=_sentence(option.short))
         annotation = bool

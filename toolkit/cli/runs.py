@@ -2,18 +2,23 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
 import typer
 
-from dnnbench.cli.harness_options import choice, in_range, plain, with_harness_options, with_params
+from dnnbench.cli.harness_options import INJECTED, choice, in_range, plain, with_harness_options, with_params
 from dnnbench.errors import DnnbenchError
 from dnnbench.workloads.options import BY_NAME
 from dnnbench.runs.options import PROFILERS, RUNTIMES, RunOptions
 
-Runtime = choice("Runtime", RUNTIMES)
-SlurmRuntime = choice("SlurmRuntime", ("singularity", "apptainer", "host"))
-Profiler = choice("Profiler", PROFILERS)
+if TYPE_CHECKING:   # choices at run time (typer lists and checks them); strings once parsed
+    Runtime = str
+    SlurmRuntime = str
+    Profiler = str
+else:
+    Runtime = choice("Runtime", RUNTIMES)
+    SlurmRuntime = choice("SlurmRuntime", ("singularity", "apptainer", "host"))
+    Profiler = choice("Profiler", PROFILERS)
 
 RUN_HELP = """Run one workload in a container (or on the host) and keep its result.
 
@@ -89,8 +94,8 @@ def run(
                                                "`dnnbench profile show` reads it."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan and the equivalent command line; run nothing."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Do not echo the run's output (it still goes to log.txt)."),
-    harness: dict = None,
-    script_opts: dict = None,
+    harness: dict = INJECTED,
+    script_opts: dict = INJECTED,
 ):
     from dnnbench.runs.launch import run_command
     if synthetic and data is not None:
@@ -165,9 +170,9 @@ def slurm(
                                     "options below), requeued at the time limit and resumed from its checkpoint."),
     warn_before: int = typer.Option(120, "--warn-before", min=10, max=86400, help="With --train: seconds before "
                                     "the time limit at which the job checkpoints and requeues itself."),
-    harness: dict = None,
-    script_opts: dict = None,
-    train: dict = None,
+    harness: dict = INJECTED,
+    script_opts: dict = INJECTED,
+    train: dict = INJECTED,
 ):
     from dnnbench.runs.slurm import SlurmOptions, slurm_command
     workload, extra = _workload_or_script(workload, list(ctx.args), script_opts["script"])
@@ -221,8 +226,8 @@ def train(
                                             help="Stop after this many seconds (checkpointed, resumable)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan and the equivalent command line; run nothing."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Do not echo the run's output (it still goes to log.txt)."),
-    harness: dict = None,
-    train: dict = None,
+    harness: dict = INJECTED,
+    train: dict = INJECTED,
 ):
     from dnnbench.runs.launch import run_plan
     from dnnbench.runs.training import train_plan
@@ -264,8 +269,8 @@ def _images_job(workload: str, job: dict, harness: dict) -> tuple[RunOptions, Op
 def compare_images(
     workload: str = typer.Argument(..., help="Workload name (`dnnbench workloads`)."),
     wide: bool = typer.Option(False, "--wide", help="Every column, however wide."),
-    harness: dict = None,
-    job: dict = None,
+    harness: dict = INJECTED,
+    job: dict = INJECTED,
 ):
     """The same job on each image, in order: one table of the images' facts (PyTorch, CUDA, cuDNN,
     NCCL), throughput with its 95% CI, the ratio to the first, and a verdict (same, faster, slower,
@@ -281,8 +286,8 @@ def bisect(
     workload: str = typer.Argument(..., help="Workload name (`dnnbench workloads`)."),
     good: Optional[str] = typer.Option(None, "--good", help="The last image known fast (default: the list's first)."),
     bad: Optional[str] = typer.Option(None, "--bad", help="The image known slow (default: the list's last)."),
-    harness: dict = None,
-    job: dict = None,
+    harness: dict = INJECTED,
+    job: dict = INJECTED,
 ):
     """Which image made it slower: measures the good and the bad end (more windows until their CIs
     separate, or says they are the same within noise), then halves the ordered list; a midpoint is
@@ -336,7 +341,7 @@ def suite_run(
     image: Optional[str] = typer.Option(None, "--image", help="Override every job's image."),
     base: Optional[str] = typer.Option(None, "--base", help="Override every job's base."),
     dry_run: bool = typer.Option(False, "--dry-run", help="List the runs; run nothing."),
-    harness: dict = None,
+    harness: dict = INJECTED,
 ):
     """Run a suite: sweeps x repeats; a failed, timed-out or OOM run is recorded and the suite
     goes on; --resume continues an interrupted suite. At the end, a table of the jobs: throughput

@@ -63,6 +63,8 @@ def _load_family(text: str, source: str) -> dict[str, Base]:
 
     data = yaml.safe_load(text) or {}
     family = data.get("family")
+    if not isinstance(family, str) or not family:
+        raise DnnbenchError(f"catalog {source}: no `family:` (the bases' family name)")
     defaults = data.get("defaults") or {}
     out = {}
     for name, entry in (data.get("bases") or {}).items():
@@ -121,8 +123,8 @@ def resolve(name: str) -> tuple[Base, list[str]]:
         m = NGC_TAG.match(name)
         if not m or not 1 <= int(m.group(2)) <= 12:
             raise DnnbenchError(f"malformed NGC base {name!r}: expected ngc-YY.MM, e.g. ngc-21.07 or ngc-24.10")
-        month = _ngc_month(name)
-        known = {n: _ngc_month(n) for n in bases if n.startswith("ngc-")}
+        month = int(m.group(1)) * 12 + int(m.group(2))
+        known = {n: k for n, k in ((n, _ngc_month(n)) for n in bases) if k is not None}
         nearest = min(known, key=lambda n: (abs(known[n] - month), -known[n]))
         src = bases[nearest]
         yy_mm = name[len("ngc-"):]

@@ -34,6 +34,13 @@ CA_FILE = "dnnbench-build-ca.pem"   # in the build context, when `--ca-cert` is 
 # Where NGC (25.03 on) lists the version of every package it was built with.
 PIP_CONSTRAINT = "/etc/pip/constraint.txt"
 _REQ_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+def _requirement_name(spec: str) -> str:
+    m = _REQ_NAME.match(spec)
+    if m is None:
+        raise DnnbenchError(f"pip package {spec!r}: a requirement starts with the package's name")
+    return m.group(0)
 _ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _LABEL_KEY = re.compile(r"^[a-z0-9][a-z0-9.-]*$")
 # pip requirement or apt package spec: names, versions, extras and comparison operators.
@@ -102,7 +109,7 @@ def context(base: Base, *, extra_env: dict | None = None, extra_pip: tuple = (),
         "env": env,
         "apt": list(base.apt),
         # (name, spec): the name says whether the base already has the package
-        "pip": [(_REQ_NAME.match(spec).group(0), spec) for spec in pip],
+        "pip": [(_requirement_name(spec), spec) for spec in pip],
         "pip_index": base.pip_index,
         "pip_constraint": PIP_CONSTRAINT,
         "site": SITE_DIR,
@@ -143,7 +150,8 @@ def render(base: Base, fmt: str, **ctx_options) -> Recipe:
         ctx["labels"][LABEL_SHA] = sha
         text = template.render(**ctx)
     except jinja2.TemplateError as exc:
-        where = f" line {exc.lineno}" if getattr(exc, "lineno", None) else ""
+        lineno = getattr(exc, "lineno", None)      # a syntax error has one
+        where = f" line {lineno}" if lineno else ""
         raise DnnbenchError(f"template {template_name}{where}: {exc}") from None
     return Recipe(base=base, format=fmt, filename=filename, text=text, sha256=sha)
 

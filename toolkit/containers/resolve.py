@@ -16,7 +16,7 @@ from dnnbench.errors import DnnbenchError
 
 @dataclass
 class RunImage:
-    ref: str              # docker tag or .sif path
+    ref: str | None       # docker tag or .sif path; None on the host runtime
     base: str | None
     python: str           # interpreter inside
     accelerator: str      # nvidia | amd | none

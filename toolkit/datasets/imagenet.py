@@ -213,7 +213,7 @@ def _val_units(src: Path, val_map: Path | None) -> list[Unit]:
 def _labels_from_map(path: Path) -> dict[int, str]:
     """Val image number -> wnid from any file that names both on a line: `NAME WNID` lists,
     Kaggle's LOC_val_solution.csv, or soumith's valprep.sh (`mv NAME WNID/`)."""
-    labels = {}
+    labels: dict[int, str] = {}
     with io.TextIOWrapper(fileio.open_input(path), errors="replace") as fh:
         for line in fh:
             number, wnid = VAL_IMAGE.search(line), WNID.search(line)
@@ -243,8 +243,8 @@ def _labels_from_devkit(src: Path) -> dict[int, str]:
             truth = names.get("ILSVRC2012_validation_ground_truth.txt")
             if meta is None or truth is None:
                 raise DnnbenchError(f"{devkit} lacks data/meta.mat or data/ILSVRC2012_validation_ground_truth.txt")
-            synsets = loadmat(io.BytesIO(tar.extractfile(meta).read()), squeeze_me=True)["synsets"]
-            ids = [int(x) for x in tar.extractfile(truth).read().split()]
+            synsets = loadmat(io.BytesIO(_member(tar, meta).read()), squeeze_me=True)["synsets"]
+            ids = [int(x) for x in _member(tar, truth).read().split()]
     except (tarfile.TarError, EOFError, OSError, KeyError, ValueError) as exc:
         raise DnnbenchError(f"cannot read {devkit}: {exc}") from None
     wnid_of = {int(s["ILSVRC2012_ID"]): str(s["WNID"]) for s in synsets if int(s["num_children"]) == 0}
@@ -296,7 +296,7 @@ def _extract_class(unit: Unit, into: Path, advance) -> None:
             if not m.isfile() or not name or name.startswith("."):
                 continue
             with open(into / name, "wb") as fh:
-                shutil.copyfileobj(tar.extractfile(m), fh, 1 << 20)
+                shutil.copyfileobj(_member(tar, m), fh, 1 << 20)
             advance(m.size + 512)
 
 
@@ -351,3 +351,11 @@ def _extract(todo: list[Unit], dest: Path, workers: int) -> None:
 
 class _Stopped(Exception):
     pass
+
+
+def _member(tar, member):
+    """A regular member's content (extractfile gives None for anything else)."""
+    fh = tar.extractfile(member)
+    if fh is None:
+        raise tarfile.TarError(f"{member.name} is not a regular file")
+    return fh

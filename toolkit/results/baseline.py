@@ -60,8 +60,10 @@ def parse(path: Path, job: str, value: dict) -> Bounds:
     if lower is not None and lower > 0 or upper is not None and upper < 0:
         raise DnnbenchError(f"baseline {path}: job {job!r}: lower is a fraction <= 0 (-0.05 = 5 % below), "
                             f"upper a fraction >= 0")
-    lows = [x for x in (target * (1 + lower) if lower is not None else None, floor) if x is not None]
-    highs = [x for x in (target * (1 + upper) if upper is not None else None, ceiling) if x is not None]
+    lows = [x for x in (target * (1 + lower) if target is not None and lower is not None else None, floor)
+            if x is not None]
+    highs = [x for x in (target * (1 + upper) if target is not None and upper is not None else None, ceiling)
+             if x is not None]
     if not lows and not highs:
         raise DnnbenchError(f"baseline {path}: job {job!r}: give lower/upper with target, or floor/ceiling")
     return Bounds(target=target if target is not None else floor, low=max(lows) if lows else None,

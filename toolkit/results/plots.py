@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import Sequence
 from pathlib import Path
 
 from dnnbench.errors import DnnbenchError
@@ -17,7 +18,7 @@ def _plt():
     return plt
 
 
-def write_plots(jobs: dict, folder: Path, inputs: list[Path] = ()) -> list[tuple[str, bytes]]:
+def write_plots(jobs: dict, folder: Path, inputs: Sequence[Path | str] = ()) -> list[tuple[str, bytes]]:
     """Write plots() into `folder` through the file layer (a planted link or FIFO is refused,
     never followed; no input result is overwritten); returns what was written."""
     from dnnbench.workloads import fileio
@@ -76,7 +77,7 @@ def _plots(jobs: dict) -> list[tuple[str, bytes]]:
     written.append(("throughput.png", _png(fig)))
     plt.close(fig)
 
-    sweeps = defaultdict(lambda: defaultdict(list))   # workload -> system -> [(batch, mean)]
+    sweeps: dict = defaultdict(lambda: defaultdict(list))   # workload -> system -> [(batch, mean)]
     for (s, _), j in jobs.items():
         if j.batch_size and j.throughput:
             sweeps[(j.workload, j.amp, j.world_size)][s].append((j.batch_size, j.throughput))

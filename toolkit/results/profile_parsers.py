@@ -8,6 +8,7 @@ import csv
 import json
 import re
 from collections import defaultdict
+from typing import Any
 from pathlib import Path
 
 from dnnbench.workloads import fileio
@@ -120,7 +121,7 @@ def _pipes(metrics: dict) -> dict[str, tuple[str, float]]:
     for name, (value, unit) in metrics.items():
         suffix = next((s for s in PCT_SUFFIXES if name.endswith(s)), None)
         field = PIPE_FIELDS.get(name[:-len(suffix)]) if suffix else None
-        if field and value is not None and unit in ("", "%"):
+        if field and suffix and value is not None and unit in ("", "%"):
             found[field][suffix] = found[field].get(suffix, 0.0) + value
     return {f: next((s, by[s]) for s in PCT_SUFFIXES if s in by) for f, by in found.items()}
 
@@ -143,7 +144,9 @@ def ncu_summary(text: str) -> dict:
         weighting, key = "duration (gpu__time_duration.sum)", "duration_ns"
     else:
         weighting, key = "unweighted: not every launch has cycles or a duration", None
-    sums, weights, suffixes = defaultdict(float), defaultdict(float), {}
+    sums: dict[str, float] = defaultdict(float)
+    weights: dict[str, float] = defaultdict(float)
+    suffixes: dict[str, str] = {}
     for k in kernels:
         for field, (suffix, value) in k["pipes"].items():
             suffixes.setdefault(field, suffix)
@@ -162,7 +165,8 @@ def ncu_summary(text: str) -> dict:
     top = sorted(per_name.items(), key=lambda kv: -kv[1][0])[:TOP]
     out = {"launches": len(kernels), "weighted_by": weighting if util else "no pipe-utilization metrics in this output",
            "utilization_pct": util, "metrics": {f: f"{f} ({suffixes[f].split('.')[-1]})" for f in util},
-           "ranked_by": {"duration_ns": "duration", "cycles": "cycles"}.get(rank, "launch count (no duration or cycles)"),
+           "ranked_by": {"duration_ns": "duration", "cycles": "cycles"}.get(rank or "",
+                                                                           "launch count (no duration or cycles)"),
            "kernels": [{"name": name, "instances": n, "time_pct": 100 * t / total if total else None,
                         **({"total_ns": t} if rank == "duration_ns" else {})} for name, (t, n) in top]}
     if "tensor_active" in util:
@@ -254,7 +258,8 @@ def nvprof_summary(text: str) -> dict:
     units = {}
     if body and number(body[0][col["Time"]]) is None and _with_unit(body[0][col["Time"]])[0] is None:
         units, body = dict(zip(header, body[0])), body[1:]       # the units row
-    kernels, copies = [], 0.0
+    kernels: list[dict[str, Any]] = []
+    copies = 0.0
     for r in body:
         if "Type" in col and r[col["Type"]] != "GPU activities":
             continue
@@ -287,7 +292,7 @@ def rocprof_summary(text: str) -> dict:
     last four columns, the name is the rest."""
     rows = _csv_from(text.splitlines(), lambda line: _norm(line.split(",")[0].strip('"')) == "name", quoted=False)
     keys = [_norm(h) for h in rows[0]]
-    kernels = []
+    kernels: list[dict[str, Any]] = []
     for r in rows[1:]:
         extra = len(r) - len(keys)
         if extra < 0:
@@ -326,7 +331,7 @@ def _self_times(events: list[dict]) -> list[tuple[str, float]]:
 
 
 def _top(timed: list[tuple[str, float]]) -> tuple[int, list[dict]]:
-    per = defaultdict(lambda: [0.0, 0])
+    per: dict[str, list[float]] = defaultdict(lambda: [0.0, 0])
     for name, us in timed:
         per[name][0] += us * 1e3
         per[name][1] += 1

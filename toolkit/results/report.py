@@ -39,6 +39,8 @@ class Job:
     failed: list[str] = field(default_factory=list)      # statuses of the runs that were not ok
     paths: list[str] = field(default_factory=list)
     verdicts: list[str] = field(default_factory=list)    # one label per ok run (workloads/verdict.py)
+    # (how many results it was computed from, the headline): recomputed when more are added
+    _headline: tuple[int, dict] | None = field(default=None, repr=False, compare=False)
 
     @property
     def n(self) -> int:
@@ -47,7 +49,7 @@ class Job:
     @property
     def headline(self) -> dict:
         """The job's figure and its CI, median, sd and trimmed figures (numbers.job_headline)."""
-        if getattr(self, "_headline", None) is None or self._headline[0] != len(self.results):
+        if self._headline is None or self._headline[0] != len(self.results):
             self._headline = (len(self.results), numbers.job_headline(self.results))
         return self._headline[1]
 
@@ -101,8 +103,8 @@ def read_results(paths: list[Path], strict: bool = False) -> list[tuple[Path, di
             skipped.append((str(path), text[len(str(path)) + 2:] if text.startswith(f"{path}: ") else text))
         except OSError as exc:
             skipped.append((str(path), f"cannot read it: {exc.strerror or exc}"))
-    for path, why in skipped:
-        warn(f"skipped {path}: {why}")
+    for name, why in skipped:
+        warn(f"skipped {name}: {why}")
     if skipped and strict:
         raise DnnbenchError(f"{len(skipped)} result file(s) skipped (named above) and --strict is set")
     if not results:
@@ -163,7 +165,7 @@ def collect(paths: list[Path], system: str | None = None, strict: bool = False) 
     return jobs
 
 
-def load_baseline(path: Path, strict: bool = False) -> dict[str, float]:
+def load_baseline(path: Path, strict: bool = False) -> dict[str, float | baseline_mod.Bounds]:
     """Targets per job: a YAML/JSON mapping {job: throughput} (or {job: {throughput: x}}, or
     ReFrame-style bounds {job: {target: x, lower: -0.05, upper: null}} / {job: {floor: x}}, see
     results/baseline.py), or a results folder whose jobs' figures become the targets."""
@@ -175,7 +177,7 @@ def load_baseline(path: Path, strict: bool = False) -> dict[str, float]:
         data = data["targets"]
     if not isinstance(data, dict):
         raise DnnbenchError(f"baseline {path}: expected a mapping of job -> throughput")
-    out = {}
+    out: dict[str, float | baseline_mod.Bounds] = {}
     for job, value in data.items():
         if baseline_mod.is_bounds(value):
             out[str(job)] = baseline_mod.parse(path, str(job), value)
@@ -302,7 +304,7 @@ def report_command(paths: list[Path], fmt: str, baseline: Path | None, weights: 
     form = format_of(fmt)   # before any result is read
     if not 0 <= tolerance < 1:
         raise DnnbenchError(f"--tolerance {tolerance}: give a fraction from 0 to below 1, e.g. 0.05")
-    weights = parse_weights(weights)
+    weight_of = parse_weights(weights)
     jobs = collect(paths, strict=strict)
     # what was read is never written over: -o, --wide-csv and --plots are checked against every
     # input (result files, the folders named, the baseline) before anything is written
@@ -312,7 +314,7 @@ def report_command(paths: list[Path], fmt: str, baseline: Path | None, weights: 
             _refuse_input(out_path, inputs)
     targets = load_baseline(baseline, strict) if baseline else None
     table = rows(jobs, targets, tolerance)
-    total = score(table, weights) if targets else None
+    total = score(table, weight_of) if targets else None
     if wide_csv:
         _write(wide_csv, lambda_csv(jobs))
     pngs = []

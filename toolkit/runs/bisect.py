@@ -37,6 +37,13 @@ class Step:
         return bool(self.result and self.result.get("status") == "ok" and self.headline
                     and self.headline.get("value"))
 
+    @property
+    def figure(self) -> dict:
+        """The headline of a step that was measured (measure() refuses one that was not)."""
+        if self.headline is None:
+            raise DnnbenchError(f"{self.image}: not measured")
+        return self.headline
+
 
 def image_list(images: list[str] | None, bases: str | None) -> list[tuple[str, str | None]]:
     """The ordered list as (image ref, base name or None): given images in order, or the
@@ -51,7 +58,7 @@ def image_list(images: list[str] | None, bases: str | None) -> list[tuple[str, s
             raise DnnbenchError("--images names an image twice")
         return [(i, None) for i in images]
     from dnnbench.containers import catalog
-    ends = bases.split("..")
+    ends = (bases or "").split("..")
     if len(ends) != 2 or not all(ends):
         raise DnnbenchError(f"--bases {bases!r}: give a range FIRST..LAST, e.g. ngc-24.01..ngc-25.06")
     known = catalog.catalog()
@@ -118,7 +125,7 @@ def measure(step: Step, base: str | None, template: RunOptions, *, windows_scale
 def verdict(a: Step, b: Step, tolerance: float) -> tuple[str, dict]:
     """b against a: same, faster, slower or inconclusive, with b/a and its CI."""
     from dnnbench.results import numbers
-    r = numbers.ratio(a.headline, b.headline)
+    r = numbers.ratio(a.figure, b.figure)
     return numbers.compare_verdict(r, tolerance), r
 
 
@@ -126,8 +133,8 @@ def side(good: Step, bad: Step, mid: Step) -> str:
     """A midpoint judged against both ends: the 95 % CI of mid/good wholly above the geometric
     middle of good and bad is `good`, wholly below it `bad`, across it `inconclusive`."""
     from dnnbench.results import numbers
-    middle = (bad.headline["value"] / good.headline["value"]) ** 0.5
-    r = numbers.ratio(good.headline, mid.headline)
+    middle = (bad.figure["value"] / good.figure["value"]) ** 0.5
+    r = numbers.ratio(good.figure, mid.figure)
     if r["low"] is None:
         return "inconclusive"
     return "good" if r["low"] > middle else "bad" if r["high"] < middle else "inconclusive"
@@ -196,7 +203,7 @@ def compare_images_command(opts: RunOptions, images: list[str] | None, bases: st
         f = facts(s)
         rows.append([escape(s.image), escape(str(f.get("pytorch", "-"))), escape(str(f.get("cuda", "-"))),
                      escape(str(f.get("cudnn", "-"))), escape(str(f.get("nccl", "-"))),
-                     f"{s.headline['value']:,.2f}", _ci(s.headline), f"{r['value']:.3f}", v])
+                     f"{s.figure['value']:,.2f}", _ci(s.figure), f"{r['value']:.3f}", v])
     print_table(f"{escape(opts.workload)} on {len(steps)} images (verdict against the first, tolerance "
                 f"{tolerance:g}; results in {escape(str(folder))})",
                 [Column("image", key=True), Column("pytorch", rank=5), Column("cuda", rank=4),

@@ -61,7 +61,9 @@ def diagnose(job: str, log_text: str, data: dict) -> list[dict]:
             note = f"a rank lost its connection to {addr}"
             if note not in evidence.setdefault(name, []):
                 evidence[name].append(note)
-    placement = data.get("placement") if isinstance(data.get("placement"), list) else []
+    placement = data.get("placement")
+    if not isinstance(placement, list):
+        placement = []
     lost = []
     for name in sorted(evidence):
         ranks = sorted(p["rank"] for p in placement

@@ -1,8 +1,9 @@
-"""RunOptions: what one run needs from the host. Its harness fields come from the harness
-option table (dnnbench.workloads.options), so a new harness option needs no edit here."""
+"""RunOptions: what one run needs from the host: its own fields, then one field per host
+harness option (dnnbench.workloads.options.HOST_OPTIONS), written out so that readers and the
+type checker see them; tests/test_architecture.py checks they match the table."""
 from __future__ import annotations
 
-from dataclasses import field, make_dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
@@ -12,38 +13,57 @@ RUNTIMES = ("docker", "singularity", "apptainer", "host")
 RUNTIME_ALIASES = {"docker": "docker", "singularity": "singularity", "apptainer": "singularity", "host": "host"}
 PROFILERS = ("ncu", "nsys", "torch", "nvprof", "rocprof")
 
-_HOST_FIELDS = [
-    ("workload", str),
-    ("data", Optional[Path], None),
-    ("gpus", Optional[str], None),
-    ("nproc", Optional[int], None),
-    ("runtime", str, "docker"),
-    ("image", Optional[str], None),
-    ("base", Optional[str], None),
-    ("build", Optional[bool], None),
-    ("results", Path, Path("results")),
-    ("run_id", Optional[str], None),
-    ("timeout", Optional[float], None),
-    ("dry_run", bool, False),
-    ("quiet", bool, False),
-    ("extra", list, field(default_factory=list)),      # after `--`: to the workload as they are
-    ("profile", Optional[str], None),                   # one of PROFILERS
-    ("cpuset", Optional[str], None),                    # suites: a parallel copy's cores
-    ("memory", Optional[str], None),                    # suites: a parallel copy's memory share
-    ("run_dir", Optional[Path], None),                  # suites: the folder, when not RESULTS/<run-id>
-    ("script", Optional[Path], None),                   # run --script: the user's own training script
-    ("entry", Optional[str], None),                     # its entry file, when --script is a folder
-    ("items_per_step", Optional[int], None),            # what one of its steps holds, if no batch tells
-    ("run_to_end", bool, False),                        # let it finish instead of stopping after the windows
-    ("unit", Optional[str], None),                      # what its items are (images, samples, tokens)
-]
-# Harness options: None (or False for flags) means the workload's own default.
-_HARNESS_FIELDS = [(o.name, bool if o.kind is bool else Optional[o.kind], False if o.kind is bool else None)
-                   for o in HOST_OPTIONS]
 
-RunOptions = make_dataclass("RunOptions", _HOST_FIELDS + _HARNESS_FIELDS)
-RunOptions.__module__ = __name__
-RunOptions.__doc__ = "One run's options: host fields, then one field per host harness option."
+@dataclass
+class RunOptions:
+    """One run's options: host fields, then one field per host harness option."""
+    workload: str
+    data: Optional[Path] = None
+    gpus: Optional[str] = None
+    nproc: Optional[int] = None
+    runtime: str = "docker"
+    image: Optional[str] = None
+    base: Optional[str] = None
+    build: Optional[bool] = None
+    results: Path = Path("results")
+    run_id: Optional[str] = None
+    timeout: Optional[float] = None
+    dry_run: bool = False
+    quiet: bool = False
+    extra: list[str] = field(default_factory=list)      # after `--`: to the workload as they are
+    profile: Optional[str] = None                       # one of PROFILERS
+    cpuset: Optional[str] = None                        # suites: a parallel copy's cores
+    memory: Optional[str] = None                        # suites: a parallel copy's memory share
+    run_dir: Optional[Path] = None                      # suites: the folder, when not RESULTS/<run-id>
+    script: Optional[Path] = None                       # run --script: the user's own training script
+    entry: Optional[str] = None                         # its entry file, when --script is a folder
+    items_per_step: Optional[int] = None                # what one of its steps holds, if no batch tells
+    run_to_end: bool = False                            # let it finish instead of stopping after the windows
+    unit: Optional[str] = None                          # what its items are (images, samples, tokens)
+    # Harness options (HOST_OPTIONS): None, or False for flags, means the workload's own default.
+    batch_size: Optional[int] = None
+    number: Optional[int] = None
+    repeat: Optional[int] = None
+    warmup: Optional[int] = None
+    until_ci: Optional[float] = None
+    max_windows: Optional[int] = None
+    start_iter: Optional[int] = None
+    stop_iter: Optional[int] = None
+    workers: Optional[int] = None
+    loader: Optional[str] = None
+    amp: Optional[str] = None
+    channels_last: bool = False
+    compile: bool = False
+    fused: bool = False
+    no_cudnn_benchmark: bool = False
+    seed: Optional[int] = None
+    lr: Optional[float] = None
+    cool_down: Optional[float] = None
+
+
+HOST_FIELDS = ("workload", "data", "gpus", "nproc", "runtime", "image", "base", "build", "results", "run_id",
+               "timeout", "dry_run", "quiet", "extra", "profile", "cpuset", "memory", "run_dir", "script", "entry",
+               "items_per_step", "run_to_end", "unit")
 
 
 def harness_values(opts) -> dict:

@@ -4,6 +4,7 @@ the same dataset, GPUs or processes, and the same image by digest (a tag may hav
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from dnnbench.errors import DnnbenchError
 from dnnbench.workloads import schema
@@ -77,7 +78,7 @@ def options_for(data: dict, *, runtime: str | None, image: str | None, results: 
             raise DnnbenchError("the result does not say where its dataset was on this host: pass --data")
     gpus = host.get("gpus")
     world = int(data.get("world_size") or 1)
-    harness = {o.name: opts.get(o.name) for o in HOST_OPTIONS}
+    harness: dict[str, Any] = {o.name: opts.get(o.name) for o in HOST_OPTIONS}
     if opts.get("start_iter") is not None:   # the TBD window: warmup and repeat follow from it
         harness.update(warmup=None, repeat=None)
     return RunOptions(

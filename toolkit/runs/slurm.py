@@ -176,28 +176,28 @@ def render(o: SlurmOptions, dry_run: bool = False) -> tuple[str, Path, str]:
     gpus = o.gpus_per_node > 0
     per_node = o.gpus_per_node if gpus else (o.nproc_per_node or 1)
     results_in = plan_mod.RESULTS_DIR if contained else str(run_dir)
-    common = dict(data_in=(plan_mod.DATA_DIR if contained else str(data)) if data else None,
-                  device="cuda" if gpus else "cpu")
+    data_in = (plan_mod.DATA_DIR if contained else str(data)) if data else None
+    device = "cuda" if gpus else "cpu"
     if script is not None:
         from dnnbench.runs import script as script_mod
         script_in = f"{script_mod.SCRIPT_DIR}/{script[1]}" if contained else str(script[0] / script[1])
         module_args = script_mod.instrumented(
             results_in=results_in, run_id=run_id, script_in=script_in,
-            args=script_mod.arguments(list(opts.extra), common["data_in"]),
+            args=script_mod.arguments(list(opts.extra), data_in),
             timing={"warmup": opts.warmup, "number": opts.number, "repeat": opts.repeat,
                     "items_per_step": opts.items_per_step, "unit": opts.unit, "run_to_end": opts.run_to_end})
-        ref_args = []
+        ref_args: list[str] = []
     elif o.train is not None:
         # @RESUME@: --resume where the run folder holds a checkpoint (the job script decides)
-        module_args = training.module_args(workload, opts, o.train, data_in=common["data_in"],
-                                           results_in=results_in, run_id=run_id, device=common["device"])
+        module_args = training.module_args(workload, opts, o.train, data_in=str(data_in),   # checked: given
+                                           results_in=results_in, run_id=run_id, device=device)
         module_args += ["@RESUME@", *opts.extra]
         ref_args = []
     else:
         module_args = ["-m", "dnnbench.workloads", workload] + run_mod.harness_args(
-            opts, results_in=results_in, run_id=run_id, **common)
+            opts, results_in=results_in, run_id=run_id, data_in=data_in, device=device)
         ref_args = run_mod.harness_args(opts, results_in=f"{results_in}/reference", run_id=f"{run_id}-reference",
-                                        **common)
+                                        data_in=data_in, device=device)
     if o.scaling:
         module_args += ["--scaling-reference", f"{results_in}/reference/result.json"]
     env = {"DNNBENCH_RUN_ID": run_id, **dict(item.split("=", 1) for item in o.env)}
@@ -293,6 +293,7 @@ def _submit_and_wait(o: SlurmOptions, script: Path, run_dir: Path, run_id: str) 
         # its own session: a terminal's Ctrl-C reaches dnnbench alone, which cancels the job
         proc = subprocess.Popen(["sbatch", "--parsable", "--wait", str(script)], stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True, start_new_session=True)
+        assert proc.stdout is not None and proc.stderr is not None   # both PIPEs
         job = (proc.stdout.readline() or "").strip().split(";")[0]
         if not job.isdigit():
             proc.wait()

@@ -94,7 +94,7 @@ def load(path: Path) -> Suite:
         for b, a in itertools.product(_list(job.get("batch_size")), _list(job.get("amp") or ("none" if script is None
                                                                                               else None))):
             try:   # the run's own checks (counts, ranges), now rather than mid-suite
-                check_options(RunOptions(workload=workload if script is None else None, batch_size=b, amp=a,
+                check_options(RunOptions(workload=workload if script is None else "", batch_size=b, amp=a,
                                          nproc=job.get("nproc"), timeout=job.get("timeout"), **job["options"]))
             except DnnbenchError as exc:
                 raise DnnbenchError(f"{where('options')}: {exc}") from None
@@ -137,7 +137,7 @@ def _options(run: Run, *, results: Path, run_id: str, overrides: dict, gpus: str
     data = spec.get("data")
     gpus = None if gpus is None else str(gpus)
     return RunOptions(
-        workload=None if spec.get("script") is not None else run.workload, data=Path(data) if data else None,
+        workload="" if spec.get("script") is not None else run.workload, data=Path(data) if data else None,
         gpus=gpus, nproc=spec.get("nproc"),
         runtime=overrides.get("runtime") or spec.get("runtime") or "docker",
         image=overrides.get("image") or spec.get("image"), base=overrides.get("base") or spec.get("base"),
@@ -210,7 +210,7 @@ def _execute_one(run: Run, suite_dir: Path, overrides: dict) -> tuple[str, int]:
             ids = [g["index"] for g in gpus_mod.visible("nvidia") or []]
         if not ids:
             raise DnnbenchError(f"job {run.job}: parallel per-gpu, but no GPUs are visible")
-        copies = [(f"gpu{g}", g) for g in ids]
+        copies: list[tuple[str, str | None]] = [(f"gpu{g}", g) for g in ids]
     else:
         copies = [(f"cpu{k}", None) for k in range(int(parallel))]
     shares = _cpu_shares(len(copies))

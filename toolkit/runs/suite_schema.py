@@ -6,7 +6,7 @@ harness option is a suite option without an edit here. Errors name the file and 
 from __future__ import annotations
 
 import difflib
-from typing import Annotated, Literal, Optional, Union
+from typing import TYPE_CHECKING, Annotated, Literal, Optional, Union
 
 from pydantic import ConfigDict, Field, ValidationError, create_model
 
@@ -63,8 +63,12 @@ def _train_model():
 Train = _train_model()
 TRAIN_NAMES = tuple(Train.model_fields)
 Scalar = Union[str, int, float]
-Batch = _int(1, 1 << 20)
-Amp = Literal[AMP]
+if TYPE_CHECKING:   # pydantic's constrained types at run time; their plain types to mypy
+    Batch = int
+    Amp = str
+else:
+    Batch = _int(1, 1 << 20)
+    Amp = Literal[AMP]
 
 
 def job_fields(max_copies: int) -> dict:

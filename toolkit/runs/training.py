@@ -53,7 +53,7 @@ def train_plan(opts: RunOptions, train: dict) -> plan_mod.RunPlan:
     resume = bool(train.get("resume"))
     if resume and not opts.run_id:
         raise DnnbenchError("--resume continues a run folder: give its --run-id")
-    if resume and not opts.dry_run:
+    if resume and opts.run_id and not opts.dry_run:
         _check_resumable(opts.results, opts.run_id)
     plan = launch.build_plan(opts, resume=resume)
     contained = plan.runtime != "host"

@@ -12,7 +12,7 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Literal, overload
 
 from dnnbench.errors import DnnbenchError, EngineUnavailable
 from dnnbench import external
@@ -22,7 +22,14 @@ HINT_MISSING = ("neither apptainer nor singularity is on PATH; install Apptainer
                 "(`sudo bash scripts/setup-engines.sh` on Debian) or load its module on your cluster")
 
 
+@overload
+def binary(required: Literal[True] = True) -> str: ...
+@overload
+def binary(required: bool) -> str | None: ...
+
+
 def binary(required: bool = True) -> str | None:
+    """The apptainer (or singularity) on PATH; required: EngineUnavailable where there is none."""
     found = shutil.which("apptainer") or shutil.which("singularity")
     if not found and required:
         raise EngineUnavailable(HINT_MISSING)

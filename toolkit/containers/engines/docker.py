@@ -24,11 +24,12 @@ HINT_PERMISSION = ("the Docker engine at {where} refuses this user (permission d
 def _denied(exc: BaseException) -> bool:
     """Whether a connection error is the socket's permission, however deep the SDK wrapped it."""
     seen = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        if isinstance(exc, PermissionError) or "permission denied" in str(exc).lower():
+    at: BaseException | None = exc
+    while at is not None and id(at) not in seen:
+        seen.add(id(at))
+        if isinstance(at, PermissionError) or "permission denied" in str(at).lower():
             return True
-        exc = exc.__cause__ or exc.__context__
+        at = at.__cause__ or at.__context__
     return False
 
 
