@@ -5,6 +5,7 @@ import os
 import pytest
 
 from dnnbench.workloads import schema
+from tests.helpers import ROOT
 
 
 def test_summarize():
@@ -51,3 +52,53 @@ def test_problems_and_read(tmp_path):
     bad.write_text("{not json")
     with pytest.raises(ValueError, match="not valid JSON"):
         schema.read(str(bad))
+
+
+# --- the published JSON Schema (workloads/result.schema.json, in the package) ---
+
+def _published():
+    from importlib.resources import files
+    return json.loads(files("dnnbench.workloads").joinpath(schema.SCHEMA_FILE).read_text())
+
+
+def test_the_published_json_schema_is_the_one_the_schema_module_makes():
+    assert _published() == schema.json_schema(), \
+        "regenerate it: python -m dnnbench.workloads.schema > workloads/result.schema.json"
+
+
+def test_every_recorded_result_validates_against_the_json_schema():
+    import jsonschema
+    jsonschema.Draft202012Validator.check_schema(_published())
+    validator = jsonschema.Draft202012Validator(_published())
+    found = sorted((ROOT / "tests" / "fixtures").rglob("result.json"))
+    assert len(found) >= 9
+    for path in found:
+        errors = [e.message for e in validator.iter_errors(json.loads(path.read_text()))]
+        assert errors == [], (path, errors)
+
+
+BROKEN = [   # (what is changed, how): each refused by validate() and by the JSON Schema alike
+    ("status", lambda d: d.update(status="finished")),
+    ("world_size", lambda d: d.update(world_size=0)),
+    ("schema_version", lambda d: d.update(schema_version=schema.SCHEMA_VERSION + 1)),
+    ("run_id", lambda d: d.pop("run_id")),
+    ("windows seconds", lambda d: d["windows"][0].update(seconds=0)),
+    ("windows items", lambda d: d["windows"][0].update(items=-1)),
+    ("batch_size", lambda d: d["options"].update(batch_size=0)),
+    ("throughput value", lambda d: d["throughput"]["total"].update(value="fast")),
+    ("copies nested", lambda d: d.update(copies=[dict(d, copies=[])])),
+    ("scaling", lambda d: d.update(scaling={"efficiency": -1.0})),
+]
+
+
+@pytest.mark.parametrize("what, change", BROKEN, ids=[b[0] for b in BROKEN])
+def test_the_json_schema_refuses_what_validate_refuses(what, change):
+    import copy
+
+    import jsonschema
+    good = json.loads(sorted((ROOT / "tests" / "fixtures" / "results" / "cpu-suite").rglob("result.json"))[0]
+                      .read_text())
+    bad = copy.deepcopy(good)
+    change(bad)
+    assert schema.validate(good) == [] and schema.validate(bad) != []
+    assert list(jsonschema.Draft202012Validator(_published()).iter_errors(bad)), what

@@ -195,6 +195,74 @@ def validate(data, copy=False):
 
 problems = validate   # the older name
 
+SCHEMA_FILE = "result.schema.json"   # beside this module, in the package: json_schema() written out
+
+
+def json_schema():
+    """The result as a JSON Schema (draft 2020-12) for readers that do not import dnnbench: the
+    same fields, types and ranges validate() checks, made from the same tables. Fields a result
+    may carry beyond these are allowed (results grow); `python -m dnnbench.workloads.schema`
+    prints it, and the package ships it as result.schema.json."""
+    text = {"type": "string"}
+    number = {"type": "number"}            # JSON has no NaN or Infinity: finite by construction
+    kinds = {int: {"type": "integer"}, str: text, dict: {"type": "object"}, list: {"type": "array"},
+             type(None): {"type": "null"}}
+
+    def of(kind):
+        if isinstance(kind, tuple):
+            return {"anyOf": [kinds[k] for k in kind]}
+        return dict(kinds[kind])
+
+    window = {"type": "object", "required": ["items", "seconds"], "properties": {
+        "items": {"type": "integer", "minimum": 0, "exclusiveMaximum": MAX_ITEMS},
+        "seconds": {"type": "number", "minimum": MIN_SECONDS, "exclusiveMaximum": MAX_SECONDS}}}
+    headline = {"type": "object", "properties": dict(
+        (k, {"anyOf": [number, {"type": "null"}]})
+        for k in ("value", "ci95_low", "ci95_high", "mean", "sd", "median", "min", "max"))}
+    optional_object = {"anyOf": [{"type": "object"}, {"type": "null"}]}
+    optional_text = {"anyOf": [text, {"type": "null"}]}
+    props = dict((key, of(kind)) for key, kind in REQUIRED.items())
+    props.update({
+        "schema_version": {"type": "integer", "minimum": 1, "maximum": SCHEMA_VERSION},
+        "status": {"enum": list(STATUSES)},
+        "world_size": {"type": "integer", "minimum": 1, "maximum": MAX_RANKS},
+        "windows": {"type": "array", "items": window},
+        "throughput": {"type": "object", "required": ["total"], "properties": {"total": headline,
+                                                                                "per_gpu": headline}},
+        "options": {"type": "object", "properties": {
+            "batch_size": {"anyOf": [{"type": "integer", "minimum": 1, "exclusiveMaximum": 2**31},
+                                     {"type": "null"}]},
+            "amp": optional_text}},
+        "job": optional_text, "system_label": optional_text, "copy_of": optional_text,
+        "system": {"type": "object", "properties": {"gpus": {"anyOf": [
+            {"type": "array", "items": {"type": "object", "properties": {"name": text}}}, {"type": "null"}]}}},
+        "scaling": {"anyOf": [{"type": "object", "properties": {"efficiency": {"anyOf": [
+            {"type": "number", "exclusiveMinimum": 0}, {"type": "null"}]}}}, {"type": "null"}]},
+        "telemetry": optional_object, "profile": optional_object, "cool_down": optional_object,
+        "host": optional_object,
+        "training": {"anyOf": [{"type": "null"}, {"type": "object", "properties": {
+            "metric": {"enum": sorted(METRICS)}, "reached": {"type": "boolean"},
+            "time_to_target_s": {"anyOf": [number, {"type": "null"}]},
+            "best": {"anyOf": [number, {"type": "null"}]},
+            "epochs": {"type": "array", "items": {"type": "object"}},
+            "segments": {"type": "array", "items": {"type": "object"}}}}]},
+    })
+    result = {"type": "object", "required": sorted(REQUIRED), "properties": props}
+    copies = {"type": "array", "maxItems": MAX_COPIES, "items": {"$ref": "#/$defs/copy"}}
+    top = dict(result, properties=dict(props, copies=copies))
+    # a copy is a result one level deep: no copies of its own
+    copy = dict(result, properties=dict(props), **{"not": {"required": ["copies"]}})
+    return dict({"$schema": "https://json-schema.org/draft/2020-12/schema",
+                 "$id": "urn:dnnbench:result:%d" % SCHEMA_VERSION,
+                 "title": "dnnbench result.json, schema version %d" % SCHEMA_VERSION,
+                 "description": "One run's result, written by dnnbench in its run folder "
+                                "(RESULTS/<run-id>/result.json). Generated from dnnbench.workloads.schema.",
+                 "$defs": {"copy": copy}}, **top)
+
+
+if __name__ == "__main__":
+    print(json.dumps(json_schema(), indent=1, sort_keys=True))
+
 
 NotRegularFile, FileTooLarge = fileio.NotRegularFile, fileio.FileTooLarge
 
