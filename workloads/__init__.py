@@ -108,8 +108,8 @@ WORKLOADS = {
         "recsys", "NCF", "ratings", "samples",
         "He et al. 2017, NeuMF as in MLPerf v0.5/v0.6 NCF: GMF 64 factors + MLP 256-256-128-64; "
         "MovieLens-20M (138493 users, 26744 items), 4 negatives per positive", 31832577,
-        "real data: random negatives (may repeat a positive), no held-out evaluation or HR@10; "
-        "Adam at a fixed lr"),
+        "benchmark runs: random negatives (may repeat a positive), no evaluation (`dnnbench train ncf` "
+        "holds ratings out and evaluates HR@10); Adam at a fixed lr"),
     "loader": Spec(
         "loader", "Loader", "imagenet", "images",
         "no model (one dummy parameter): the ImageNet input pipeline alone (decode, RandomResizedCrop, flip, "

@@ -127,7 +127,7 @@ Examples:
       --setup 'module load apptainer' --dry-run
   dnnbench slurm resnet50 --image dnnbench_ngc-24.10.sif --nodes 16 \\
       --gpus-per-node 8 --each-node --submit --wait     # which node is slow?
-  dnnbench slurm resnet50 --train --data /imagenet --target-accuracy 75 \
+  dnnbench slurm resnet50 --train --data /imagenet --target-accuracy 75 \\
       --image dnnbench_ngc-24.10.sif --nodes 4 --gpus-per-node 8 --time 4:00:00
 
 With --train the job trains to a target accuracy (as `dnnbench train`): --warn-before seconds
