@@ -130,9 +130,9 @@ Examples:
   dnnbench slurm resnet50 --train --data /imagenet --target-accuracy 75 \\
       --image dnnbench_ngc-24.10.sif --nodes 4 --gpus-per-node 8 --time 4:00:00
 
-With --train the job trains to a target accuracy (as `dnnbench train`): --warn-before seconds
-before the time limit it checkpoints and requeues itself, and each start resumes from the run
-folder's newest checkpoint; the result keeps every start's host and times.
+With --train the job trains to a target accuracy, as the train command does: --warn-before
+seconds before the time limit it checkpoints and requeues itself, and each start resumes from
+the run folder's newest checkpoint; the result keeps every start's host and times.
 
 Options after `--` go to the workload unchanged."""
 
