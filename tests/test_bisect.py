@@ -15,62 +15,57 @@ from dnnbench.errors import DnnbenchError
 from tests.helpers import dnnbench, one_line_error
 
 pytestmark = pytest.mark.engine
-# a step of resnet18 at batch 1 is ~0.1-0.5 s on this CPU, busy or not: 2 s more is a regression
-# far beyond any noise
-SLOWER = '''import time
+# Every release's optimizer step sleeps a fixed time, a slower release longer: a step of the tiny
+# vae at batch 1 computes for about 2 ms, so what the machine's load does to it (tens of ms on a
+# busy 2-core machine) is small beside 0.2 s, and a regression to 2.2 s is one no load can hide
+# or imitate. (With resnet18's own 0.1-0.5 s step, a busy machine made good releases measure
+# several times slower than r1 and bisect named r2.)
+STEP = '''import time
 import torch.optim
-_step = torch.optim.SGD.step
-def step(self, *args, **kwargs):
-    time.sleep(2.0)
-    return _step(self, *args, **kwargs)
-torch.optim.SGD.step = step
+DELAYS, _calls = {delays!r}, [0]
+def _slowed(cls):
+    _step = cls.step
+    def step(self, *args, **kwargs):
+        _calls[0] += 1
+        time.sleep(DELAYS[_calls[0] % len(DELAYS)])
+        return _step(self, *args, **kwargs)
+    cls.step = step
+for _cls in (torch.optim.SGD, torch.optim.Adam):
+    _slowed(_cls)
 '''
+GOOD, SLOW = [0.2], [2.2]
+# a noisy release: steps alternate 0.2 s and 1.2 s, so its windows of one step alternate and its
+# throughput has no narrow CI however often it is measured; its mean step (0.7 s) sits near the
+# geometric middle of the good and the bad releases' (0.66 s)
+NOISY = [0.2, 1.2]
+WORKLOAD = "vae"
 TINY = ["--batch-size", "1", "--warmup", "1", "--number", "1", "--repeat", "3", "--max-windows", "4"]
+
+
+def _release(built_image, root, name, delays):
+    """An image FROM the test image whose optimizer step sleeps `delays` in turn."""
+    folder = root / name
+    (folder / "step").mkdir(parents=True)
+    (folder / "step" / "sitecustomize.py").write_text(STEP.format(delays=delays))
+    (folder / "Dockerfile").write_text(f"FROM {built_image}\nCOPY step/ /opt/step/\n"
+                                       f"ENV PYTHONPATH=/opt/step:${{PYTHONPATH}}\nLABEL release={name}\n")
+    ref = f"dnnbench-test-bisect:{root.name[-8:]}-{uuid.uuid4().hex[:6]}-{name}"
+    subprocess.run(["docker", "build", "-q", "-t", ref, str(folder)], check=True, capture_output=True, timeout=600)
+    return ref
 
 
 @pytest.fixture(scope="module")
 def releases(built_image, tmp_path_factory):
     """r1..r8 in release order, each with a label of its own; r6, r7 and r8 are slower."""
     root = tmp_path_factory.mktemp("releases")
-    (root / "slow").mkdir()
-    (root / "slow" / "sitecustomize.py").write_text(SLOWER)
-    tag = f"dnnbench-test-bisect:{uuid.uuid4().hex[:8]}"
-    slow = "COPY slow/ /opt/slow/\nENV PYTHONPATH=/opt/slow:${PYTHONPATH}\n"
-    made = []
-    for i in range(1, 9):
-        (root / "Dockerfile").write_text(f"FROM {built_image}\n{slow if i >= 6 else ''}LABEL release=r{i}\n")
-        ref = f"{tag}-r{i}"
-        subprocess.run(["docker", "build", "-q", "-t", ref, str(root)], check=True, capture_output=True, timeout=600)
-        made.append(ref)
+    made = [_release(built_image, root, f"r{i}", SLOW if i >= 6 else GOOD) for i in range(1, 9)]
     yield made
     subprocess.run(["docker", "rmi", "-f", *made], capture_output=True)
 
 
-# every other optimizer step 0.8 s slower: windows of one step alternate fast and slow, so this
-# image's throughput has no narrow CI however often it is measured, and its mean step sits near
-# the geometric middle of the good (~0.15 s) and the bad (~2.2 s) releases' steps
-NOISY = '''import time
-import torch.optim
-_step = torch.optim.SGD.step
-_calls = [0]
-def step(self, *args, **kwargs):
-    _calls[0] += 1
-    if _calls[0] % 2:
-        time.sleep(0.8)
-    return _step(self, *args, **kwargs)
-torch.optim.SGD.step = step
-'''
-
-
 @pytest.fixture(scope="module")
 def noisy_release(built_image, tmp_path_factory):
-    root = tmp_path_factory.mktemp("noisy")
-    (root / "noisy").mkdir()
-    (root / "noisy" / "sitecustomize.py").write_text(NOISY)
-    (root / "Dockerfile").write_text(f"FROM {built_image}\nCOPY noisy/ /opt/noisy/\n"
-                                     "ENV PYTHONPATH=/opt/noisy:${PYTHONPATH}\nLABEL release=noisy\n")
-    ref = f"dnnbench-test-bisect:{uuid.uuid4().hex[:8]}-noisy"
-    subprocess.run(["docker", "build", "-q", "-t", ref, str(root)], check=True, capture_output=True, timeout=600)
+    ref = _release(built_image, tmp_path_factory.mktemp("noisy"), "noisy", NOISY)
     yield ref
     subprocess.run(["docker", "rmi", "-f", ref], capture_output=True)
 
@@ -78,7 +73,7 @@ def noisy_release(built_image, tmp_path_factory):
 def test_a_noisy_midpoint_is_reported_inconclusive_not_guessed(releases, noisy_release, tmp_path):
     """Between a good and a bad release, an image whose windows alternate fast and slow: more
     windows, then a re-run, and still no side: bisect says so (exit 1) rather than guess."""
-    res = dnnbench("bisect", "resnet18", "--images", f"{releases[0]},{noisy_release},{releases[7]}",
+    res = dnnbench("bisect", WORKLOAD, "--images", f"{releases[0]},{noisy_release},{releases[7]}",
                    "--results", tmp_path, "--run-id", "n", "--tolerance", "0.1", *TINY, timeout=1800)
     assert res.returncode == 1, res.stdout + res.stderr
     text = " ".join(res.stdout.split())
@@ -95,7 +90,7 @@ def _steps(folder):
 
 
 def test_bisect_finds_the_first_slower_release_in_log2_steps_resumes_and_tables_it(releases, tmp_path):
-    args = ["bisect", "resnet18", "--images", ",".join(releases), "--results", tmp_path, "--run-id", "b",
+    args = ["bisect", WORKLOAD, "--images", ",".join(releases), "--results", tmp_path, "--run-id", "b",
             "--tolerance", "0.1", *TINY]
     folder = tmp_path / "b"
     # Ctrl-C once both ends are measured: exit 130, the finished steps kept
@@ -128,7 +123,7 @@ def test_bisect_finds_the_first_slower_release_in_log2_steps_resumes_and_tables_
     assert again.returncode == 0 and "(0 run now, 5 read back)" in again.stdout
     # compare-images over the measured releases: read back, one row each, verdicts against r1
     shown = [releases[i] for i in (0, 3, 4, 5, 7)]
-    table = dnnbench("compare-images", "resnet18", "--images", ",".join(shown), "--results", tmp_path,
+    table = dnnbench("compare-images", WORKLOAD, "--images", ",".join(shown), "--results", tmp_path,
                      "--run-id", "b", "--tolerance", "0.1", *TINY, timeout=600)
     assert table.returncode == 0, table.stdout + table.stderr
     rows = [line.split() for line in table.stdout.splitlines() if line.startswith("dnnbench-test-bisect")]
@@ -139,7 +134,7 @@ def test_bisect_finds_the_first_slower_release_in_log2_steps_resumes_and_tables_
     ratios = [float(r[-2]) for r in rows]
     assert min(ratios[1], ratios[2]) > 0.5 > max(ratios[3], ratios[4]), rows
     # ends the same within noise (r1 and r5: the same code): nothing to bisect, exit 1
-    same = dnnbench("bisect", "resnet18", "--images", f"{releases[0]},{releases[4]}", "--results", tmp_path,
+    same = dnnbench("bisect", WORKLOAD, "--images", f"{releases[0]},{releases[4]}", "--results", tmp_path,
                     "--run-id", "b", "--tolerance", "0.5", *TINY, timeout=1200)
     assert same.returncode == 1 and "nothing to bisect" in same.stdout, same.stdout + same.stderr
 
