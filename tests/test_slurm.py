@@ -71,6 +71,9 @@ def test_script_for_cpu_on_the_nodes_python(tmp_path):
     (["--train", "--runtime", "host", "--data", "/", "--resume"], ["resumes from the run folder's newest"]),
     (["--train", "--runtime", "host", "--data", "/", "--number", "5"], ["--number times benchmark windows"]),
     (["--train", "--runtime", "host", "--data", "/", "--warn-before", "5"], ["--warn-before"]),
+    (["--train", "--runtime", "host", "--data", "/", "--time", "1", "--warn-before", "60"],
+     ["--warn-before 60 s is not less than --time 1 (60 s)"]),
+    (["--train", "--runtime", "host", "--data", "/", "--time", "0-1", "--warn-before", "3600"], ["(3600 s)"]),
 ])
 def test_mistakes_get_one_line(args, fragments, tmp_path):
     one_line_error(dnnbench("slurm", "resnet18", "--results", tmp_path, *args), *fragments)
@@ -86,6 +89,7 @@ def test_script_for_training(tmp_path, digits):
     for line in ("#SBATCH --requeue", "#SBATCH --signal=B:USR1@300", "#SBATCH --open-mode=append"):
         assert line + "\n" in text, line
     assert "--no-requeue" not in text and "trap " in text and 'scontrol requeue "$SLURM_JOB_ID"' in text
+    assert "no checkpoint was written in this start: not requeued" in text     # never requeued for ever
     main = " ".join(text[text.rindex("srun --kill-on-bad-exit=1"):].replace("\\\n", " ").split())
     for part in ("-m dnnbench.workloads.train resnet18", "--target-accuracy 75", "--epochs 40", "${RESUME} &"):
         assert part in main, part

@@ -83,10 +83,28 @@ def _check(o: SlurmOptions) -> None:
                             f"--train trains epochs")
     if not 10 <= o.warn_before <= 86400:
         raise DnnbenchError(f"--warn-before {o.warn_before}: seconds, 10 to 86400")
+    if o.train is not None and o.time is not None and _TIME.fullmatch(o.time) and \
+            o.warn_before >= _seconds(o.time):
+        raise DnnbenchError(f"--warn-before {o.warn_before} s is not less than --time {o.time} "
+                            f"({_seconds(o.time)} s): the job would be told to stop as it starts")
     if o.wait and not o.submit:
         raise DnnbenchError("--wait goes with --submit")
     if o.run.runtime not in ("singularity", "apptainer", "host"):
         raise DnnbenchError(f"--runtime {o.run.runtime!r}: under Slurm, singularity (apptainer) or host")
+
+
+def _seconds(limit: str) -> int:
+    """A Slurm time limit in seconds: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S."""
+    days, _, rest = limit.rpartition("-")
+    parts = [int(p) for p in rest.split(":")]
+    if days:
+        h, m, s = (parts + [0, 0])[:3]
+        return ((int(days) * 24 + h) * 60 + m) * 60 + s
+    if len(parts) == 1:
+        return parts[0] * 60
+    if len(parts) == 2:
+        return parts[0] * 60 + parts[1]
+    return (parts[0] * 60 + parts[1]) * 60 + parts[2]
 
 
 def _image(o: SlurmOptions, dry_run: bool):
