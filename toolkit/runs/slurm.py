@@ -338,7 +338,9 @@ def _submit_and_wait(o: SlurmOptions, script: Path, run_dir: Path, run_id: str) 
                     err.print(line, markup=False, highlight=False, soft_wrap=True)
                 del tail[:-30]
             return bool(chunk)
-        while proc.poll() is None and not stop.count:
+        # sbatch --wait may return when a start ends in a requeue (slurm --train at its time
+        # limit): the job is followed until Slurm no longer lists it
+        while not stop.count and (proc.poll() is None or _in_queue(job)):
             follow()
             stop.sleep(1.0)
         if stop.count:
@@ -408,6 +410,15 @@ def _scancel(*args: str) -> None:
         external.call(["scancel", *args], what="scancel", timeout=SLURM_S)
     except DnnbenchError as exc:
         info(str(exc))
+
+
+def _in_queue(job: str) -> bool:
+    """Listed by squeue (pending, running, requeued...): only when slurmctld says so."""
+    try:
+        res = external.call(["squeue", "-h", "-j", job, "-o", "%T"], what="squeue", timeout=SLURM_S)
+    except DnnbenchError:
+        return False
+    return res.returncode == 0 and bool(res.stdout.strip())
 
 
 def _job_ended(job: str) -> bool:
