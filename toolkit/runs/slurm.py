@@ -412,13 +412,21 @@ def _scancel(*args: str) -> None:
         info(str(exc))
 
 
+# states of a job Slurm has not let go: a requeued one passes through REQUEUED, which squeue
+# leaves out of its default listing
+_LIVE = {"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED",
+         "SUSPENDED", "RESIZING", "SIGNALING", "STAGE_OUT"}
+
+
 def _in_queue(job: str) -> bool:
-    """Listed by squeue (pending, running, requeued...): only when slurmctld says so."""
+    """Not yet let go by Slurm (pending, running, requeued...): only when slurmctld says so."""
     try:
-        res = external.call(["squeue", "-h", "-j", job, "-o", "%T"], what="squeue", timeout=SLURM_S)
+        res = external.call(["squeue", "-h", "-j", job, "--states=all", "-o", "%T"], what="squeue",
+                            timeout=SLURM_S)
     except DnnbenchError:
         return False
-    return res.returncode == 0 and bool(res.stdout.strip())
+    states = res.stdout.split() if res.returncode == 0 else []
+    return bool(states) and states[0] in _LIVE
 
 
 def _job_ended(job: str) -> bool:
