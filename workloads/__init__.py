@@ -118,21 +118,6 @@ WORKLOADS = {
 }
 
 
-# What `dnnbench train` evaluates, by the workload's module (shown by `dnnbench workloads NAME`);
-# workloads/train_tasks.py has the code, one class each.
-EVALUATES = {
-    "vision": "top-1 and top-5 accuracy (%) and the mean loss over val/, as pytorch/examples' validate(); "
-              "--target-accuracy is a top-1",
-    "recsys": "HR@10 (%): each user's latest rating held out and ranked among 100 items the user never rated "
-              "(the NCF paper's protocol; MLPerf ranks among 999); --target-accuracy is an HR@10",
-}
-
-
-def evaluation(name):
-    """What `dnnbench train NAME` evaluates, or None where it does not train NAME (yet)."""
-    return EVALUATES.get(WORKLOADS[name].module)
-
-
 def load(name):
     """The workload object called `name` (imports its module, and so PyTorch)."""
     spec = WORKLOADS[name]

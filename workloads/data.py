@@ -307,6 +307,30 @@ def fake_text(dest, words=200000, vocab=5000, seed=0, progress=None):
     return 1
 
 
+def read_ratings(path):
+    """MovieLens ratings.csv (userId,movieId,rating,timestamp; a header line), streamed through
+    the file layer (a FIFO or device is refused, never waited on): (users, items, timestamps);
+    a line without a timestamp gets its line number, so file order stands in for time."""
+    if not fileio.is_regular(path):
+        raise UsageError("%s: no ratings.csv there (MovieLens layout: userId,movieId,rating,timestamp)" % path)
+    users, items, stamps = [], [], []
+    with io.TextIOWrapper(fileio.open_input(path), encoding="utf-8", errors="replace") as fh:
+        next(fh, None)   # the header
+        for n, line in enumerate(fh, 2):
+            parts = line.split(",")
+            if len(parts) < 2 or not line.strip():
+                continue
+            try:
+                users.append(int(parts[0]))
+                items.append(int(parts[1]))
+                stamps.append(float(parts[3]) if len(parts) > 3 else float(n))
+            except ValueError:
+                raise UsageError("%s line %d: %r is not userId,movieId,rating,timestamp" % (path, n, line[:80]))
+    if not users:
+        raise UsageError("%s holds no ratings" % path)
+    return users, items, stamps
+
+
 def fake_ratings(dest, ratings=100000, users=1000, items=2000, seed=0, progress=None):
     """A `ratings` layout: MovieLens-style ratings.csv."""
     import random

@@ -8,7 +8,7 @@ from a checkpoint continues the same trajectory. Python 3.7+, stdlib + torch/tor
 import os
 import random
 
-from . import fileio
+from . import data, fileio
 from .errors import UsageError
 
 
@@ -48,6 +48,8 @@ class Classification(object):
     0.9, weight decay 1e-4, lr 0.1 x batch/256 divided by 10 every --lr-step epochs;
     RandomResizedCrop + flip for train/, Resize + CenterCrop for val/; top-1 and top-5."""
     metric = "top1"
+    evaluates = ("top-1 and top-5 accuracy (%) and the mean loss over val/, as pytorch/examples' validate(); "
+                 "--target-accuracy is a top-1")
 
     def __init__(self, workload, args, dist, device):
         self.workload, self.args, self.dist, self.device = workload, args, dist, device
@@ -146,6 +148,8 @@ class Recommendation(object):
     HR@10: the share of users whose held-out item ranks in the top 10 of it and 100 items they
     never rated (the NCF paper's protocol; MLPerf v0.7+ ranks among 999)."""
     metric = "hr10"
+    evaluates = ("HR@10 (%): each user's latest rating held out and ranked among 100 items the user never rated "
+                 "(the NCF paper's protocol; MLPerf ranks among 999); --target-accuracy is an HR@10")
     NEGATIVES, EVAL_NEGATIVES, K = 4, 100, 10
 
     def __init__(self, workload, args, dist, device):
@@ -153,7 +157,7 @@ class Recommendation(object):
         self.workload, self.args, self.dist, self.device = workload, args, dist, device
         if args.image_size or args.channels_last:
             raise UsageError("--image-size and --channels-last are for the image classifiers")
-        users, items, stamps = _read_ratings(os.path.join(args.data, "ratings.csv"))
+        users, items, stamps = data.read_ratings(os.path.join(args.data, "ratings.csv"))
         uid = {u: k for k, u in enumerate(sorted(set(users)))}
         iid = {i: k for k, i in enumerate(sorted(set(items)))}
         args.users, args.items = len(uid), len(iid)
@@ -257,28 +261,6 @@ class Recommendation(object):
         return "HR@10 %.2f%%" % ev["hr10"]
 
 
-def _read_ratings(path, max_bytes=2 * 2**30):
-    """MovieLens ratings.csv (userId,movieId,rating,timestamp; a header line) through the file
-    layer: (users, items, timestamps)."""
-    if not fileio.is_regular(path):
-        raise UsageError("%s: no ratings.csv there (MovieLens layout: userId,movieId,rating,timestamp)" % path)
-    users, items, stamps = [], [], []
-    text = fileio.read_text(path, max_bytes=max_bytes, errors="replace")
-    for n, line in enumerate(text.splitlines()[1:], 2):
-        parts = line.split(",")
-        if len(parts) < 2 or not line.strip():
-            continue
-        try:
-            users.append(int(parts[0]))
-            items.append(int(parts[1]))
-            stamps.append(float(parts[3]) if len(parts) > 3 else float(n))
-        except ValueError:
-            raise UsageError("%s line %d: %r is not userId,movieId,rating,timestamp" % (path, n, line[:80]))
-    if not users:
-        raise UsageError("%s holds no ratings" % path)
-    return users, items, stamps
-
-
 def _sum(totals, dist, device):
     """Every rank's totals summed, on the device the backend reduces on (NCCL: the GPU)."""
     if dist.enabled:
@@ -295,3 +277,10 @@ def for_workload(name):
     """The task class that trains `name`, or None."""
     from . import WORKLOADS
     return TASKS.get(WORKLOADS[name].module)
+
+
+def evaluation(name):
+    """What `dnnbench train NAME` evaluates (shown by `dnnbench workloads NAME`), or None where
+    it does not train NAME (yet). Importable without PyTorch, as the host needs it."""
+    task = for_workload(name)
+    return task.evaluates if task is not None else None

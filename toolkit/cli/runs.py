@@ -315,7 +315,7 @@ def workloads(name: Optional[str] = typer.Argument(None, help="One workload: its
             raise DnnbenchError(f"unknown workload {name!r}; `dnnbench workloads` lists them")
         params = f"{spec.params_m:.2f} M parameters" if spec.params > 1 else "no parameters"
         out.print(Text(f"{name}: --data {spec.data_kind or 'synthetic only'}, {spec.unit}/s, {params}"))
-        from dnnbench.workloads import evaluation
+        from dnnbench.workloads.train_tasks import evaluation
         trains = evaluation(name) or "not trained by `dnnbench train` yet (it trains the image classifiers and ncf)"
         for label, text in (("reference", spec.reference), ("differs", spec.differs), ("train evaluates", trains)):
             out.print(Text(f"\n{label}: {text}"))

@@ -413,29 +413,33 @@ def _scancel(*args: str) -> None:
 
 
 # states of a job Slurm has not let go: a requeued one passes through REQUEUED, which squeue
-# leaves out of its default listing
+# leaves out of its default listing (hence --states=all)
 _LIVE = {"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED",
          "SUSPENDED", "RESIZING", "SIGNALING", "STAGE_OUT"}
 
 
-def _in_queue(job: str) -> bool:
-    """Not yet let go by Slurm (pending, running, requeued...): only when slurmctld says so."""
+def _job_state(job: str) -> str | None:
+    """The job's state as squeue lists it ("" once it is not listed); None when slurmctld did
+    not answer."""
     try:
         res = external.call(["squeue", "-h", "-j", job, "--states=all", "-o", "%T"], what="squeue",
                             timeout=SLURM_S)
     except DnnbenchError:
-        return False
+        return None
     states = res.stdout.split() if res.returncode == 0 else []
-    return bool(states) and states[0] in _LIVE
+    return states[0] if states else ""
+
+
+def _in_queue(job: str) -> bool:
+    """Not yet let go by Slurm (pending, running, requeued...): only when slurmctld says so."""
+    return _job_state(job) in _LIVE
 
 
 def _job_ended(job: str) -> bool:
-    """No longer in squeue (pending, running or completing)."""
-    try:
-        res = external.call(["squeue", "-h", "-j", job, "-o", "%T"], what="squeue", timeout=SLURM_S)
-    except DnnbenchError:
-        return False      # slurmctld did not answer: ask again, within the caller's bound
-    return res.returncode != 0 or not res.stdout.strip()
+    """Let go by Slurm (ended, or no longer listed); not when slurmctld did not answer: the
+    caller asks again, within its own bound."""
+    state = _job_state(job)
+    return state is not None and state not in _LIVE
 
 
 def _wait_for_end(job: str, seconds: float, stop, seen: int, follow) -> bool:

@@ -27,7 +27,8 @@ def check(opts: RunOptions, train: dict) -> None:
         why = o.problem(train.get(o.name))
         if why:
             raise DnnbenchError(f"{o.flag} {train.get(o.name)}: {why}")
-    from dnnbench.workloads import WORKLOADS, evaluation
+    from dnnbench.workloads import WORKLOADS
+    from dnnbench.workloads.train_tasks import evaluation
     if opts.workload in WORKLOADS and evaluation(opts.workload) is None:
         raise DnnbenchError(f"`dnnbench train` trains the image classifiers and ncf for now; {opts.workload} is not one "
                             f"(`dnnbench workloads NAME` says what each evaluates)")

@@ -66,15 +66,10 @@ class Ratings(object):
 
     def __init__(self, path, users, items, seed, negatives=4):
         import torch
-        us, its = [], []
-        with open(path) as fh:
-            next(fh)
-            for line in fh:
-                parts = line.split(",")
-                us.append(int(parts[0]) % users)
-                its.append(int(parts[1]) % items)
-        self.users = torch.tensor(us)
-        self.items = torch.tensor(its)
+        from ..data import read_ratings
+        us, its, _ = read_ratings(path)
+        self.users = torch.tensor(us) % users
+        self.items = torch.tensor(its) % items
         self.n_items, self.negatives = items, negatives
         self.gen = torch.Generator().manual_seed(seed)
 
