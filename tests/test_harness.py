@@ -37,6 +37,20 @@ def test_workload_trains_on_cpu_synthetic(name, tmp_path):
     assert data["system"]["pytorch"] and data["options"]["device"] == "cpu"
 
 
+def test_ncf_reads_real_ratings(tmp_path):
+    """A layout without train/ (ratings.csv) reaches the workload's own dataset: the image
+    layout's split-folder check once refused every non-image dataset."""
+    from tests.ratings import write_ratings
+    data_dir = write_ratings(tmp_path / "ml")
+    res, data = _run("ncf", tmp_path / "r", "--data", str(data_dir), "--workers", "0",
+                     "--users", "300", "--items", "400")
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert data["status"] == "ok" and data["synthetic"] is False and data["throughput"]["total"]["value"] > 0
+    (tmp_path / "empty").mkdir()
+    bad = _run("ncf", tmp_path / "b", "--data", str(tmp_path / "empty"))[0]
+    assert bad.returncode == 2 and bad.stderr.count("error:") == 1 and "ratings.csv" in bad.stderr
+
+
 def test_real_data_path_and_data_wait(tmp_path, fake_imagenet):
     res, data = _run("resnet18", tmp_path, "--data", str(fake_imagenet), "--workers", "1")
     assert res.returncode == 0, res.stderr[-3000:]

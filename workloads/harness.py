@@ -230,7 +230,9 @@ def _batches(workload, args, device, dist):
         _log("warning: --loader %s is not available: using %s (%s)" % (args.loader, name, why))
     train = getattr(args, "split", "train") == "train"
     root = loaders.split_root(args.data, train)
-    if not os.path.isdir(root):
+    # the image layout's split folder; other layouts (ratings.csv, train.txt, COCO) were checked
+    # by the workload's own check_data
+    if workload.data_kind == "imagenet" and not os.path.isdir(root):
         raise UsageError("%s has no %s/ folder" % (args.data, os.path.basename(root)))
     seed = args.seed * 1000 + dist.rank
     if name == "gpu":
