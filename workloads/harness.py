@@ -16,7 +16,7 @@ import traceback
 import uuid
 from datetime import datetime
 
-from . import fileio, netif, options, schema, stats, verdict
+from . import allocator, fileio, netif, options, schema, stats, verdict
 from .errors import UsageError
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NAN, EXIT_OOM, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
@@ -337,6 +337,7 @@ def _train(workload, args, dist, result):
 
     from . import compat, manifest, system, telemetry as telemetry_mod
 
+    malloc = allocator.keep_mapped(not args.malloc_defaults)   # before the loader's workers fork
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     if device == "cuda" and not torch.cuda.is_available():
         raise UsageError("--device cuda but PyTorch sees no CUDA device (run with --gpus, or --device cpu)")
@@ -354,6 +355,7 @@ def _train(workload, args, dist, result):
     if dist.enabled:   # where each rank runs, known from the start: a lost node is named by it
         result["placement"] = dist.gather({"rank": dist.rank, "host": socket.gethostname()})
     result["system"] = system.collect(device)
+    result["system"]["malloc"] = malloc
     result["manifest"] = manifest.collect(args, device, result["system"], dist.rank)
     result["options"]["device"] = device
 

@@ -108,6 +108,8 @@ HARNESS_OPTIONS = (
     Option("compile", bool, False, "torch.compile the model (PyTorch 2+)"),
     Option("fused", bool, False, "fused optimizer where available"),
     Option("no_cudnn_benchmark", bool, False, "disable cudnn.benchmark autotuning"),
+    Option("malloc_defaults", bool, False, "keep glibc malloc's defaults: by default freed CPU buffers stay "
+           "mapped, so a CPU step does not fault its large activations in again each time"),
     Option("seed", int, 0, "random seed", low=0, high=2**32 - 1),
     Option("lr", float, None, "learning rate (default: the workload's)", above=0, high=1e6),
     Option("cool_down", float, 0, "first wait, at most SECONDS, until the GPUs' temperature stops falling",

@@ -233,12 +233,14 @@ def run(workload, argv):
 
 def _train(workload, task_class, args, dist, result, stopper):
     import torch
-    from . import compat, system
+    from . import allocator, compat, system
 
+    malloc = allocator.keep_mapped()   # before the loader's workers fork
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     amp = None if args.amp == "none" else args.amp
     dist.init(device)
     result["system"] = system.collect(device)
+    result["system"]["malloc"] = malloc
     task = task_class(workload, args, dist, device)
     result["options"] = dict(sorted(vars(args).items()), lr=task.base_lr, weight_decay=workload.weight_decay,
                              device=device, **task.facts)

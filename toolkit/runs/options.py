@@ -56,6 +56,7 @@ class RunOptions:
     compile: bool = False
     fused: bool = False
     no_cudnn_benchmark: bool = False
+    malloc_defaults: bool = False
     seed: Optional[int] = None
     lr: Optional[float] = None
     cool_down: Optional[float] = None
