@@ -108,3 +108,44 @@ def test_run_options_hold_every_host_harness_option():
     assert list(fields) == list(HOST_FIELDS) + [o.name for o in HOST_OPTIONS]
     for o in HOST_OPTIONS:
         assert fields[o.name].default is (False if o.kind is bool else None), o.name
+
+
+def test_the_registries_are_what_the_cli_offers():
+    """Each extension point is one table (README, Development), and the CLI's choices are read
+    from it: a profiler, a report format, a kind of training, a harness option."""
+    from dnnbench.cli import runs as cli_runs
+    from dnnbench.profilers import PROFILERS
+    from dnnbench.results.formats import FORMATS, format_of
+    from dnnbench.runs.options import RunOptions
+    from dnnbench.workloads import options, profile as launcher, train_tasks
+    assert [p.value for p in cli_runs.Profiler] == list(PROFILERS)
+    # the profilers that wrap the run have their container side, and only they
+    assert set(launcher.TOOLS) == {name for name, p in PROFILERS.items() if p.wraps}
+    assert all(p.vendor in (None, "nvidia", "amd") for p in PROFILERS.values())
+    assert list(FORMATS) == ["table", "csv", "md", "json", "html"] and all(format_of(f) is FORMATS[f] for f in FORMATS)
+    assert set(train_tasks.TASKS) == {"vision", "recsys"}
+    assert {o.name for o in options.HOST_OPTIONS} <= set(RunOptions.__dataclass_fields__)
+
+
+def test_a_new_profiler_is_one_object_in_the_table(tmp_path, monkeypatch):
+    """What one new module would add (a Profiler), put in the table: the launch plan, the run
+    folder's summary and `profile show` take it up with no other change."""
+    from dnnbench import profilers
+    from dnnbench.profilers.common import Profiler
+    from dnnbench.runs import launch
+    shown = []
+
+    def read(f):
+        if (f.run_dir / "fake.txt").is_file():
+            f.attempt("fakeprof", lambda: {"lines": len((f.run_dir / "fake.txt").read_text().splitlines())})
+    fake = Profiler("fakeprof", vendor=None, window="torch", wraps=False, read=read,
+                    show=lambda key, summary, top: shown.append((key, summary)))
+    monkeypatch.setitem(profilers.PROFILERS, "fakeprof", fake)
+    assert launch.check_profile("fakeprof", None, None) == "fakeprof"
+    assert launch.profiled(["python3", "-m", "w"], "fakeprof", "python3", "/r") == \
+        ["python3", "-m", "w", "--profile-window", "torch"]
+    (tmp_path / "fake.txt").write_text("a\nb\n")
+    assert profilers.summarize(tmp_path) == {"fakeprof": {"lines": 2}}
+    from dnnbench.results import profile_tables
+    profile_tables._show(tmp_path, {"workload": "w", "status": "ok", "windows": []}, 5, False)
+    assert shown == [("fakeprof", {"lines": 2})]

@@ -9,7 +9,8 @@ import sys
 
 import pytest
 
-from dnnbench.results import profile_parsers as profiles
+from dnnbench import profilers
+from dnnbench.profilers import common, ncu, nsys, nvprof, rocprof, torch_trace
 from dnnbench.workloads import profile as launcher
 from dnnbench.workloads import telemetry
 
@@ -52,7 +53,7 @@ def _ncu_details(raw: str, extra_columns: bool) -> str:
 @pytest.mark.parametrize("page", ["raw", "details", "details-2023"])
 def test_ncu_utilization_weighted_by_cycles(page):
     text = NCU_RAW if page == "raw" else _ncu_details(NCU_RAW, extra_columns=page == "details-2023")
-    summary = profiles.ncu_summary(text)
+    summary = ncu.ncu_summary(text)
     assert summary["launches"] == 3 and summary["weighted_by"] == "cycles (gpc__cycles_elapsed.max)"
     assert summary["utilization_pct"] == pytest.approx(NCU_EXPECTED)
     assert [k["name"] for k in summary["kernels"]][0] == "sm80_xmma_fprop_implicit_gemm_f16f16"
@@ -63,19 +64,19 @@ def test_ncu_volta_and_hopper_metric_names_feed_the_same_fields():
     volta = (f'{NCU_IDS},"gpc__cycles_elapsed.max","sm__inst_executed_pipe_tensor.avg.pct_of_peak_sustained_elapsed",'
              '"sm__inst_executed_pipe_fp16.avg.pct_of_peak_sustained_elapsed"\n'
              '"0","1","p","h","volta_h884gemm","1","7","(1, 1, 1)","(1, 1, 1)","0","7.0","2,000","50","4"\n')
-    assert profiles.ncu_summary(volta)["utilization_pct"] == {"tensor": 50.0, "fp16": 4.0}
+    assert ncu.ncu_summary(volta)["utilization_pct"] == {"tensor": 50.0, "fp16": 4.0}
     hopper = (f'{NCU_IDS},"gpc__cycles_elapsed.max","sm__inst_executed_pipe_tensor_op_gmma.avg.pct_of_peak_sustained_elapsed",'
               '"sm__inst_executed_pipe_tensor_op_hmma.avg.pct_of_peak_sustained_elapsed"\n'
               '"0","1","p","h","sm90_xmma_gemm_f16f16_wgmma","1","7","(1, 1, 1)","(1, 1, 1)","0","9.0","1,000","70","0"\n'
               '"1","1","p","h","cudnn_hmma_conv","1","7","(1, 1, 1)","(1, 1, 1)","0","9.0","1,000","0","30"\n')
-    assert profiles.ncu_summary(hopper)["utilization_pct"] == {"tensor": 50.0}
+    assert ncu.ncu_summary(hopper)["utilization_pct"] == {"tensor": 50.0}
 
 
 def test_ncu_output_without_kernels_says_why():
-    with pytest.raises(profiles.ProfileFormatError, match="no header"):
-        profiles.ncu_summary("==PROF== Connected to process 1\n==ERROR== ERR_NVGPUCTRPERM\n")
-    with pytest.raises(profiles.ProfileFormatError, match="window"):
-        profiles.ncu_summary(NCU_RAW.split('"0","4242"')[0])
+    with pytest.raises(common.ProfileFormatError, match="no header"):
+        ncu.ncu_summary("==PROF== Connected to process 1\n==ERROR== ERR_NVGPUCTRPERM\n")
+    with pytest.raises(common.ProfileFormatError, match="window"):
+        ncu.ncu_summary(NCU_RAW.split('"0","4242"')[0])
 
 
 def test_ncu_units_and_suffixes_are_read_never_guessed():
@@ -88,14 +89,14 @@ def test_ncu_units_and_suffixes_are_read_never_guessed():
             ("1", "small", "sm__inst_executed_pipe_fma.avg.pct_of_peak_sustained_elapsed", "%", "80")]
     text = NCU_IDS + ',"Section Name","Metric Name","Metric Unit","Metric Value"\n' + "".join(
         f'"{i}","1","p","h","{k}","1","7","(1, 1, 1)","(1, 1, 1)","0","8.9","s","{m}","{u}","{v}"\n' for i, k, m, u, v in rows)
-    out = profiles.ncu_summary(text)
+    out = ncu.ncu_summary(text)
     assert out["weighted_by"] == "duration (gpu__time_duration.sum)"
     assert out["utilization_pct"] == {"fma": pytest.approx((30 * 2e6 + 80 * 5e5) / 2.5e6)}    # 40.0, elapsed only
     assert out["metrics"]["fma"] == "fma (pct_of_peak_sustained_elapsed)"
     assert [k["name"] for k in out["kernels"]] == ["big", "small"] and out["kernels"][0]["time_pct"] == pytest.approx(80.0)
     # neither cycles nor duration: an unweighted mean that says so, and no None anywhere
     bare = "\n".join(line.replace(",", ",", 1) for line in text.splitlines() if "gpu__time" not in line)
-    out = profiles.ncu_summary(bare)
+    out = ncu.ncu_summary(bare)
     assert out["weighted_by"].startswith("unweighted") and out["utilization_pct"]["fma"] == pytest.approx(55.0)
     assert out["ranked_by"].startswith("launch count") and "null" not in json.dumps(out)
 
@@ -152,13 +153,13 @@ NSYS_OLD_KERN_SUM = """Time(%),Total Time (ns),Instances,Average,Minimum,Maximum
 
 
 def test_nsys_top_kernels_and_busy_share():
-    out = profiles.nsys_summary(NSYS_KERN_SUM, NSYS_TRACE, window_s=None)
+    out = nsys.nsys_summary(NSYS_KERN_SUM, NSYS_TRACE, window_s=None)
     assert [k["instances"] for k in out["kernels"]] == [2, 3] and out["kernels"][0]["time_pct"] == 62.5
     assert "FillFunctor<float>" in out["kernels"][1]["name"]          # quoted names with commas
     assert out["busy_pct"] == pytest.approx(100 * 5000 / 9000)           # first kernel start to last end
-    timed = profiles.nsys_summary(NSYS_KERN_SUM, NSYS_TRACE, window_s=20e-6)
+    timed = nsys.nsys_summary(NSYS_KERN_SUM, NSYS_TRACE, window_s=20e-6)
     assert timed["busy_pct"] == pytest.approx(25.0) and timed["busy_of"] == "timed window"
-    old = profiles.nsys_summary(NSYS_OLD_KERN_SUM)                       # CUDA 11.x images: gpukernsum
+    old = nsys.nsys_summary(NSYS_OLD_KERN_SUM)                       # CUDA 11.x images: gpukernsum
     assert old["kernels"][0] == {"name": "volta_sgemm_128x64_nn", "time_pct": 70.0, "total_ns": 7000.0,
                                  "instances": 7, "avg_ns": 1000.0}
 
@@ -171,7 +172,7 @@ def test_nvprof_gpu_summary_units():
 "GPU activities",28.5,57.0,300,190.0,180.0,200.0,"[CUDA memcpy HtoD]"
 "API calls",90.0,500.0,10,50000.0,1.0,90000.0,"cudaMalloc"
 """
-    out = profiles.nvprof_summary(text)
+    out = nvprof.nvprof_summary(text)
     assert out["kernel_names"] == 1 and out["memcpy_memset_ns"] == pytest.approx(57e6)   # memcpy: not a kernel
     assert out["kernels"][0]["total_ns"] == pytest.approx(143e6) and out["kernels"][0]["instances"] == 100
 
@@ -180,7 +181,7 @@ def test_rocprof_stats():
     text = ('"Name","Calls","TotalDurationNs","AverageNs","Percentage"\n'
             '"Cijk_Ailk_Bljk_HHS_BH_MT128x128x32",120,9000000,75000,75.0\n'
             '"void at::native::elementwise_kernel<128, 2>(int, T1)",400,3000000,7500,25.0\n')
-    out = profiles.rocprof_summary(text)
+    out = rocprof.rocprof_summary(text)
     assert out["kernels"][0]["name"].startswith("Cijk") and out["kernels"][1]["instances"] == 400
 
 
@@ -363,7 +364,7 @@ def _read(name):
 def test_real_ncu_2020_details_page_v100():
     """ncu 2020.1 (`Kernel Time` column, sections, `nsecond` units): ranked by Duration; the SOL
     section carries no pipe metrics, and the summary says so instead of printing None."""
-    out = profiles.ncu_summary(_read("ncu-2020.1-details-v100.log"))
+    out = ncu.ncu_summary(_read("ncu-2020.1-details-v100.log"))
     assert out["launches"] == 2 and out["ranked_by"] == "duration"
     assert out["kernels"][0]["name"] == "cuda_compute_flux"
     assert out["kernels"][0]["time_pct"] == pytest.approx(100 * 39200 / (39200 + 10720), abs=0.05)   # 78.5 %
@@ -373,10 +374,10 @@ def test_real_ncu_2020_details_page_v100():
 def test_real_ncu_2025_details_page_with_rule_columns_b200():
     """ncu 2025 details page: 20-column header, metric rows end after Metric Value (16 fields),
     rule rows with no metric; program output before the CSV. Duration in `ns`."""
-    kernels = profiles.ncu_kernels(_read("ncu-2025-details-rules-b200.log"))
+    kernels = ncu.ncu_kernels(_read("ncu-2025-details-rules-b200.log"))
     assert len(kernels) == 1 and kernels[0]["metrics"]["Duration"] == (406240.0, "ns")
     assert kernels[0]["metrics"]["Elapsed Cycles"] == (508757.0, "cycle")
-    out = profiles.ncu_summary(_read("ncu-2025-details-rules-b200.log"))
+    out = ncu.ncu_summary(_read("ncu-2025-details-rules-b200.log"))
     assert out["kernels"][0]["name"].startswith("cutlass3x_sm100_tensorop") and out["kernels"][0]["total_ns"] == 406240.0
 
 
@@ -388,7 +389,7 @@ def test_real_ncu_2025_details_page_with_rule_columns_b200():
     ("rocprofv3-resnet-mi300-ddp/node01/12345_kernel_stats.csv", "rccl_main_kernel(ncclDevComm*", 91.878, 9),
 ])
 def test_real_rocprof_stats(name, top, pct, n):
-    out = profiles.rocprof_summary(_read(name))
+    out = rocprof.rocprof_summary(_read(name))
     assert out["kernels"][0]["name"].startswith(top) and out["kernel_names"] == n
     assert out["kernels"][0]["time_pct"] == pytest.approx(pct, abs=0.001)
 
@@ -398,7 +399,7 @@ def test_real_rocprof_barrier_packets_from_pytorch_rccl_are_not_kernels():
     (35.8 % in the file's own Percentage column): left out, shares recomputed over kernels."""
     text = _read("rocprof-v1-pytorch-rccl-barrier.stats.csv")
     assert '"<barrier packet>",85112,' in text
-    out = profiles.rocprof_summary(text)
+    out = rocprof.rocprof_summary(text)
     assert out["kernel_names"] == 14 and all(not k["name"].startswith("<") for k in out["kernels"])
     top = out["kernels"][0]
     assert top["name"].startswith("void at::native::indexFuncLargeIndex<c10::BFloat16") and top["instances"] == 107520
@@ -412,22 +413,22 @@ def test_rocprof_barrier_packets_and_its_percentage_column_are_not_used():
     file with one such row added (the row is the only synthetic part)."""
     text = _read("rocprof-v1-llama-hip.stats.csv").replace(
         '"gemm_q5k_v4.kd"', '"<barrier packet>",2000,1552000000,776000,35.8\n"gemm_q5k_v4.kd"')
-    out = profiles.rocprof_summary(text)
+    out = rocprof.rocprof_summary(text)
     assert out["kernel_names"] == 47 and out["kernels"][0]["time_pct"] == pytest.approx(21.284, abs=0.001)
 
 
 def test_real_nvprof_without_type_column():
-    out = profiles.nvprof_summary(_read("nvprof-cuda8-no-type.csv"))        # units inline, names unquoted
+    out = nvprof.nvprof_summary(_read("nvprof-cuda8-no-type.csv"))        # units inline, names unquoted
     assert [k["name"][:8] for k in out["kernels"]] == ["red_sor(", "black_so"]
     assert out["kernels"][0]["total_ns"] == pytest.approx(237.43e6) and out["kernels"][0]["time_pct"] == pytest.approx(50.018, abs=0.001)
     assert out["memcpy_memset_ns"] == pytest.approx((542.36 + 117.72) * 1e6)
-    units_row = profiles.nvprof_summary(_read("nvprof-no-type-units-row.log"))   # quoted header, a units row
+    units_row = nvprof.nvprof_summary(_read("nvprof-no-type-units-row.log"))   # quoted header, a units row
     assert units_row["kernel_names"] == 0 and units_row["memcpy_memset_ns"] == pytest.approx(3840.0)
 
 
 def test_real_nvprof_gpu_summary_with_type_column():
     """`nvprof --print-gpu-summary --csv` (CUDA 10 era, RTX 2080 Ti): `Type` column, a `us` units row."""
-    out = profiles.nvprof_summary(_read("nvprof-cuda10-gpu-summary-type-2080ti.csv"))
+    out = nvprof.nvprof_summary(_read("nvprof-cuda10-gpu-summary-type-2080ti.csv"))
     assert out["kernel_names"] == 3 and out["memcpy_memset_ns"] == 0
     top = out["kernels"][0]
     assert top["name"] == "volta_sgemm_128x64_nn" and top["instances"] == 510
@@ -440,19 +441,19 @@ def test_nvprof_parent_process_file_is_skipped_not_a_warning(tmp_path):
     (tmp_path / "profile" / "nvprof-100.csv").write_text("==100== NVPROF is profiling process 100, command: torchrun\n"
                                                          "==100== Generated result file: /r/nvprof-100.nvvp\n")
     (tmp_path / "profile" / "nvprof-101.csv").write_text(_read("nvprof-cuda8-no-type.csv"))
-    out = profiles.summarize(tmp_path)
+    out = profilers.summarize(tmp_path)
     assert "nvprof:nvprof-101" in out and "problems" not in out
 
 
 def test_real_nsys_stats_new_report_name():
-    out = profiles.nsys_summary(_read("nsys-2024.6-cuda_gpu_kern_sum.csv"))
+    out = nsys.nsys_summary(_read("nsys-2024.6-cuda_gpu_kern_sum.csv"))
     assert out["kernels"][0]["name"] == "flash_attention_prefill_f16" and out["kernel_names"] == 13
     assert out["kernels"][0]["time_pct"] == pytest.approx(87.153, abs=0.001)
 
 
 def test_nsys_empty_capture_says_so():
-    with pytest.raises(profiles.NoProfileData, match="no CUDA kernels"):
-        profiles.nsys_summary("Time (%),Total Time (ns),Instances,Avg (ns),Med (ns),Min (ns),Max (ns),StdDev (ns),Name\n")
+    with pytest.raises(common.NoProfileData, match="no CUDA kernels"):
+        nsys.nsys_summary("Time (%),Total Time (ns),Instances,Avg (ns),Med (ns),Min (ns),Max (ns),StdDev (ns),Name\n")
     assert "captured no CUDA kernels" in launcher.stats_problem(
         ["SKIPPED: /r/profile/nsys.sqlite does not contain CUDA kernel data."])
 
@@ -465,7 +466,7 @@ def test_nsys_empty_capture_says_so():
 ])
 def test_real_torch_profiler_traces(name, top, pct, calls, names):
     """PyTorch 1.8/1.9 write categories Kernel/Operator, 2.x kernel/cpu_op: both read."""
-    out = profiles.torch_summary(profiles._read_trace(FIX / name))
+    out = torch_trace.torch_summary(common.read_trace(FIX / name))
     assert out["of"] == "GPU kernels" and out["kernel_names"] == names and out["cpu_op_names"] > 0
     assert out["kernels"][0]["name"].startswith(top) and out["kernels"][0]["instances"] == calls
     assert out["kernels"][0]["time_pct"] == pytest.approx(pct, abs=0.001)
@@ -520,7 +521,7 @@ def test_launcher_ncu_cap_clock_and_dropped_metrics(monkeypatch):
 def test_launcher_summary_records_the_ncu_choices(tmp_path):
     run = _run_folder(tmp_path, {"profile/ncu.csv": NCU_RAW, "profile/launch.json": json.dumps(
         {"tool": "ncu", "launch_count": 200, "clock_control": "base", "dropped_metrics": ["x.avg"]})})
-    ncu = profiles.summarize(run)["ncu"]
+    ncu = profilers.summarize(run)["ncu"]
     assert ncu["launch"]["launch_count"] == 200 and ncu["launch"]["clock_control"] == "base"
     assert "at most 200 kernels profiled" in dnnbench("profile", "show", run, check=0).stdout
 

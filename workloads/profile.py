@@ -119,35 +119,123 @@ def _available_metrics():
     return {line.split()[0] for line in res.stdout.splitlines() if line.strip() and "__" in line.split()[0]}
 
 
-def command(tool, out, cmd, cc=None, available=None, launch_count=NCU_LAUNCH_COUNT, clock_control="base",
-            dropped=None, nsys_ver=None, rocprof_exe="rocprof"):
-    """The profiler's command line around `cmd`."""
-    if tool == "ncu":
-        if cc is not None and cc < (7, 0):
+class Context(object):
+    """What the launcher found out in this image about this GPU, for a tool's command line."""
+
+    def __init__(self, cc=None, available=None, launch_count=NCU_LAUNCH_COUNT, clock_control="base",
+                 dropped=None, nsys_ver=None, exe=None):
+        self.cc, self.available, self.nsys_ver, self.exe = cc, available, nsys_ver, exe
+        self.launch_count, self.clock_control = launch_count, clock_control
+        self.dropped = [] if dropped is None else dropped
+
+
+class Tool(object):
+    """How one profiler wraps the workload in the container. A new one is a subclass and its
+    line in TOOLS; the host's side of it (checks, files, summary, tables) is its module in
+    dnnbench.profilers."""
+    name = ""
+
+    def exe(self):
+        """The program this image runs for it, or None when it has none."""
+        return self.name if shutil.which(self.name) else None
+
+    def probe(self, ctx, launch):
+        """The choices that depend on the GPU or on the tool's version: into ctx, and into
+        launch (launch.json, which the run's profile summary reads)."""
+
+    def command(self, out, cmd, ctx):
+        raise NotImplementedError
+
+    def after(self, out, launch):
+        """Once the workload has ended: a problem to report, or None."""
+        return None
+
+
+class Ncu(Tool):
+    name = "ncu"
+
+    def probe(self, ctx, launch):
+        ctx.cc, ctx.available = capability(), _available_metrics()
+        ctx.launch_count, ctx.clock_control = ncu_settings()
+        ncu_metrics(ctx.cc, ctx.available, ctx.dropped)
+        launch.update(launch_count=ctx.launch_count, clock_control=ctx.clock_control, dropped_metrics=ctx.dropped)
+        sys.stderr.write("[dnnbench] ncu profiles at most %d kernels (DNNBENCH_NCU_LAUNCH_COUNT) with "
+                         "--clock-control %s (DNNBENCH_NCU_CLOCK_CONTROL=base|none)\n" % (ctx.launch_count,
+                                                                                         ctx.clock_control))
+        if ctx.dropped:
+            sys.stderr.write("[dnnbench] this ncu lacks %s: left out\n" % ", ".join(ctx.dropped))
+
+    def command(self, out, cmd, ctx):
+        if ctx.cc is not None and ctx.cc < (7, 0):
             raise ProfileError("Nsight Compute needs compute capability 7.0 or later (this GPU is %d.%d): "
-                               "use --profile nvprof" % cc)
-        return ["ncu", "--target-processes", "all", "--profile-from-start", "off", "--launch-count", str(launch_count),
-                "--clock-control", clock_control, "--csv", "--page", "raw", "--print-units", "base",
-                "--metrics", ",".join(ncu_metrics(cc, available, dropped)),
+                               "use --profile nvprof" % ctx.cc)
+        return ["ncu", "--target-processes", "all", "--profile-from-start", "off", "--launch-count",
+                str(ctx.launch_count), "--clock-control", ctx.clock_control, "--csv", "--page", "raw",
+                "--print-units", "base", "--metrics", ",".join(ncu_metrics(ctx.cc, ctx.available, ctx.dropped)),
                 "--log-file", os.path.join(out, "ncu.csv")] + cmd
-    if tool == "nsys":
-        end = ["--capture-range-end", "stop"] if nsys_ver and nsys_ver >= NSYS_CAPTURE_RANGE_END else []
+
+
+class Nsys(Tool):
+    name = "nsys"
+
+    def probe(self, ctx, launch):
+        ctx.nsys_ver = nsys_version(_output(["nsys", "--version"]))
+        if ctx.nsys_ver:
+            launch["nsys_version"] = "%d.%d" % ctx.nsys_ver
+
+    def command(self, out, cmd, ctx):
+        end = ["--capture-range-end", "stop"] if ctx.nsys_ver and ctx.nsys_ver >= NSYS_CAPTURE_RANGE_END else []
         return ["nsys", "profile", "--trace", "cuda,nvtx,cudnn,cublas", "--sample", "none", "--cpuctxsw", "none",
                 "--capture-range", "cudaProfilerApi"] + end + ["--force-overwrite", "true",
                                                                "--output", os.path.join(out, "nsys")] + cmd
-    if tool == "nvprof":
-        if cc is not None and cc >= (8, 0):
+
+    def after(self, out, launch):
+        problem = nsys_stats(out)
+        if problem:
+            launch["nsys_problem"] = problem
+        return problem
+
+
+class Nvprof(Tool):
+    name = "nvprof"
+
+    def probe(self, ctx, launch):
+        ctx.cc = capability()
+
+    def command(self, out, cmd, ctx):
+        if ctx.cc is not None and ctx.cc >= (8, 0):
             raise ProfileError("nvprof does not support compute capability 8.0 and later (this GPU is %d.%d): "
-                               "use --profile nsys (timeline, kernels) or --profile ncu (counters)" % cc)
+                               "use --profile nsys (timeline, kernels) or --profile ncu (counters)" % ctx.cc)
         return ["nvprof", "--profile-from-start", "off", "--profile-child-processes", "--csv",
                 "--print-gpu-summary", "--log-file", os.path.join(out, "nvprof-%p.csv"),
                 "--export-profile", os.path.join(out, "nvprof-%p.nvvp")] + cmd
-    if tool == "rocprof" and rocprof_exe == "rocprofv3":   # ROCm releases that ship only rocprofv3
-        # its layout: OUT/<host>/<pid>_kernel_stats.csv; csv is the default only before ROCm 7.0
-        return ["rocprofv3", "--kernel-trace", "--stats", "--output-format", "csv", "-d", out, "--"] + cmd
-    if tool == "rocprof":   # rocprof v1 has no cudaProfilerApi range: it traces the whole run
+
+
+class Rocprof(Tool):
+    name = "rocprof"
+
+    def exe(self):
+        # ROCm releases from 7 ship only rocprofv3
+        return next((e for e in ("rocprof", "rocprofv3") if shutil.which(e)), None)
+
+    def command(self, out, cmd, ctx):
+        if ctx.exe == "rocprofv3":
+            # its layout: OUT/<host>/<pid>_kernel_stats.csv; csv is the default only before ROCm 7.0
+            return ["rocprofv3", "--kernel-trace", "--stats", "--output-format", "csv", "-d", out, "--"] + cmd
+        # rocprof v1 has no cudaProfilerApi range: it traces the whole run
         return ["rocprof", "--stats", "--hip-trace", "-o", os.path.join(out, "rocprof.csv")] + cmd
-    raise ProfileError("unknown profiler %r (known: %s)" % (tool, ", ".join(TOOLS)))
+
+
+TOOLS = dict((t.name, t) for t in (Ncu(), Nsys(), Nvprof(), Rocprof()))
+
+
+def command(tool, out, cmd, cc=None, available=None, launch_count=NCU_LAUNCH_COUNT, clock_control="base",
+            dropped=None, nsys_ver=None, rocprof_exe="rocprof"):
+    """The profiler's command line around `cmd`, with the choices given (rather than probed)."""
+    if tool not in TOOLS:
+        raise ProfileError("unknown profiler %r (known: %s)" % (tool, ", ".join(TOOLS)))
+    return TOOLS[tool].command(out, cmd, Context(cc, available, launch_count, clock_control, dropped, nsys_ver,
+                                                 rocprof_exe))
 
 
 def nsys_stats(out):
@@ -195,43 +283,32 @@ def main(argv=None):
     if len(argv) < 4 or argv[2] != "--":
         sys.stderr.write("usage: python -m dnnbench.workloads.profile TOOL OUT -- COMMAND...\n")
         return 2
-    tool, out, cmd = argv[0], argv[1], argv[3:]
-    exe = tool
-    if tool == "rocprof" and shutil.which("rocprof") is None and shutil.which("rocprofv3") is not None:
-        exe = "rocprofv3"
-    if tool in TOOLS and shutil.which(exe) is None:
-        sys.stderr.write("error: --profile %s: %s is not on this image's PATH (bases list their profilers: "
-                         "`dnnbench bases`)\n" % (tool, exe))
+    name, out, cmd = argv[0], argv[1], argv[3:]
+    tool = TOOLS.get(name)
+    if tool is None:
+        sys.stderr.write("error: unknown profiler %r (known: %s)\n" % (name, ", ".join(TOOLS)))
         return 2
-    launch = {"tool": tool, "exe": exe}
+    exe = tool.exe()
+    if exe is None:
+        sys.stderr.write("error: --profile %s: %s is not on this image's PATH (bases list their profilers: "
+                         "`dnnbench bases`)\n" % (name, name))
+        return 2
+    launch = {"tool": name, "exe": exe}
+    ctx = Context(exe=exe)
     try:
         os.makedirs(out, exist_ok=True)
-        cc = capability() if tool in ("ncu", "nvprof") else None
-        available = _available_metrics() if tool == "ncu" else None
-        count, clock = ncu_settings() if tool == "ncu" else (None, None)
-        ver = nsys_version(_output(["nsys", "--version"])) if tool == "nsys" else None
-        dropped = []
-        full = command(tool, out, cmd, cc, available, count, clock, dropped, ver, exe)
+        tool.probe(ctx, launch)
+        full = tool.command(out, cmd, ctx)
     except ProfileError as exc:
         sys.stderr.write("error: %s\n" % exc)
         return 2
-    if tool == "ncu":
-        launch.update(launch_count=count, clock_control=clock, dropped_metrics=dropped)
-        sys.stderr.write("[dnnbench] ncu profiles at most %d kernels (DNNBENCH_NCU_LAUNCH_COUNT) with "
-                         "--clock-control %s (DNNBENCH_NCU_CLOCK_CONTROL=base|none)\n" % (count, clock))
-        if dropped:
-            sys.stderr.write("[dnnbench] this ncu lacks %s: left out\n" % ", ".join(dropped))
-    if ver:
-        launch["nsys_version"] = "%d.%d" % ver
-    sys.stderr.write("[dnnbench] profiling with %s: %s\n" % (tool, " ".join(full[:len(full) - len(cmd)])))
+    sys.stderr.write("[dnnbench] profiling with %s: %s\n" % (name, " ".join(full[:len(full) - len(cmd)])))
     _write_launch(out, launch)
     code = run(full)
-    if tool == "nsys":
-        problem = nsys_stats(out)
-        if problem:
-            launch["nsys_problem"] = problem
-            _write_launch(out, launch)
-            sys.stderr.write("warning: %s\n" % problem)
+    problem = tool.after(out, launch)
+    if problem:
+        _write_launch(out, launch)
+        sys.stderr.write("warning: %s\n" % problem)
     return code
 
 

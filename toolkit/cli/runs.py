@@ -9,7 +9,8 @@ import typer
 from dnnbench.cli.harness_options import INJECTED, choice, in_range, plain, with_harness_options, with_params
 from dnnbench.errors import DnnbenchError
 from dnnbench.workloads.options import BY_NAME
-from dnnbench.runs.options import PROFILERS, RUNTIMES, RunOptions
+from dnnbench.profilers import NAMES as PROFILERS
+from dnnbench.runs.options import RUNTIMES, RunOptions
 
 if TYPE_CHECKING:   # choices at run time (typer lists and checks them); strings once parsed
     Runtime = str

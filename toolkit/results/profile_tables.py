@@ -6,9 +6,6 @@ from pathlib import Path
 from dnnbench.console import escape, number, out
 from dnnbench.errors import DnnbenchError
 
-NAME_WIDTH = 90
-PIPES = {"fma": "FMA (FP32)", "fp16": "FP16", "tensor": "Tensor", "sfu": "SFU (xu)",
-         "tensor_active": "Tensor pipe active (duration-weighted)"}
 TELEMETRY = [("median_power_w", "power (W)"), ("median_sm_clock_mhz", "SM clock (MHz)"),
              ("median_mem_clock_mhz", "memory clock (MHz)"), ("median_temperature_c", "temperature (C)"),
              ("median_utilization_pct", "utilization (%)"), ("median_memory_used_mib", "memory used (MiB)"),
@@ -28,24 +25,6 @@ def _load(path: Path) -> tuple[Path, dict]:
         raise DnnbenchError(f"cannot read {file}: {exc.strerror or exc}") from None
 
 
-def _name(name: str) -> str:
-    """A kernel name for a rich table: cut, and escaped (names hold `[` `]`, rich markup)."""
-    return escape(name if len(name) <= NAME_WIDTH else name[:NAME_WIDTH - 1] + "…")
-
-
-def kernels_table(title: str, kernels: list[dict], top: int):
-    from rich.table import Table
-    t = Table(title=title)
-    for col in ("kernel / op", "time %", "total ms", "calls", "avg µs"):
-        t.add_column(col, justify="left" if col == "kernel / op" else "right", overflow="fold")
-    for k in kernels[:top]:
-        total = k.get("total_ns")
-        avg = k.get("avg_ns") or (total / k["instances"] if total and k.get("instances") else None)
-        t.add_row(_name(k.get("name") or "?"), number(k.get("time_pct")), number(total / 1e6 if total else None, 3),
-                  escape(str(k.get("instances", "-"))), number(avg / 1e3 if avg else None, 2))
-    return t
-
-
 def show_command(path: Path, top: int, as_json: bool = False) -> None:
     if top < 1:
         raise DnnbenchError(f"--top {top}: give 1 or more")
@@ -63,12 +42,12 @@ def _show(run_dir: Path, data: dict, top: int, as_json: bool) -> None:
 
     from rich.table import Table
 
-    from dnnbench.results.profile_parsers import readable, summarize
+    from dnnbench.profilers import NAMES, PROFILERS, of, readable, summarize
     profile = summarize(run_dir, data) or data.get("profile") or {}   # the files, when they are still there
     telemetry = data.get("telemetry") or {}
     if not profile and not telemetry:
         raise DnnbenchError(f"{run_dir} has no profile and no GPU telemetry: run with --profile "
-                            "ncu|nsys|torch|nvprof|rocprof (telemetry needs NVML on a GPU run)")
+                            f"{'|'.join(NAMES)} (telemetry needs NVML on a GPU run)")
     if profile and not readable(profile):
         # Profiler output that could not be read is a failure, not a warning (scripts check the code).
         raise DnnbenchError(f"no profile in {run_dir} could be read: " + "; ".join(profile.get("problems", [])),
@@ -81,39 +60,9 @@ def _show(run_dir: Path, data: dict, top: int, as_json: bool) -> None:
     tp = run_headline(data)
     out.print(f"{data.get('workload')} {data.get('status')}: {fmt(tp.get('value'))} {data.get('unit', '')} "
               f"({run_dir})", markup=False)
-    ncu = profile.get("ncu")
-    if ncu:
-        if ncu["utilization_pct"]:
-            t = Table(title=escape(f"ncu: pipe utilization, % of peak, {ncu['launches']} launches, "
-                                   f"weighted by {ncu['weighted_by']}"))
-            t.add_column("pipe")
-            t.add_column("utilization %", justify="right")
-            for key, value in ncu["utilization_pct"].items():
-                suffix = ncu["metrics"][key].rstrip(")").rsplit("_", 1)[-1]         # elapsed | active
-                t.add_row(escape(f"{PIPES.get(key, key)}, {suffix}"), number(value, 2))
-            out.print(t)
-        else:
-            out.print(f"ncu: {ncu['launches']} kernel launches, {ncu['weighted_by']}", markup=False)
-        launch = ncu.get("launch") or {}
-        if launch:
-            out.print(f"ncu: at most {launch.get('launch_count')} kernels profiled (--launch-count), clock control "
-                      f"{launch.get('clock_control')}" + (f"; metrics ncu lacks here, left out: "
-                                                           f"{', '.join(launch['dropped_metrics'])}"
-                                                           if launch.get("dropped_metrics") else ""), markup=False)
-        out.print(kernels_table(escape(f"ncu: kernels by {ncu.get('ranked_by', 'duration')}"), ncu["kernels"], top))
-    nsys = profile.get("nsys")
-    if nsys:
-        busy = nsys.get("busy_pct")
-        note = f"; GPU busy {busy:.1f}% of the {nsys.get('busy_of')}" if busy is not None else ""
-        out.print(kernels_table(escape(f"nsys: top kernels of {nsys['kernel_names']}{note}"), nsys["kernels"], top))
-    for tool, summary in sorted(profile.items()):
-        if tool.startswith(("nvprof", "rocprof")):
-            out.print(kernels_table(escape(f"{tool}: top kernels of {summary['kernel_names']}, % of "
-                                           f"{summary.get('time_pct_of', 'kernel time')}"), summary["kernels"], top))
-    if profile.get("torch"):
-        torch = profile["torch"]
-        out.print(kernels_table(escape(f"torch.profiler: top {torch['of']} of {torch['kernel_names']}"),
-                                torch["kernels"], top))
+    for profiler in PROFILERS.values():    # in the table's order; nvprof has one per process
+        for key in sorted(k for k in readable(profile) if of(k) is profiler):
+            profiler.show(key, profile[key], top)
     if telemetry:
         t = Table(title=escape(f"GPU telemetry, medians over the timed window ({telemetry.get('samples', 0)} samples)"))
         t.add_column("quantity")

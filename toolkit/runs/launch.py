@@ -15,7 +15,7 @@ from dnnbench import names
 from dnnbench.runs import gpus as gpus_mod
 from dnnbench.runs import plan as plan_mod
 from dnnbench.runs.manifest import host_manifest
-from dnnbench.runs.options import PROFILERS, RUNTIME_ALIASES, RunOptions, harness_values
+from dnnbench.runs.options import RUNTIME_ALIASES, RunOptions, harness_values
 from dnnbench.workloads.options import AMP, BY_NAME, HOST_OPTIONS
 from dnnbench.console import err, info, out, warn
 from dnnbench.errors import DnnbenchError
@@ -100,17 +100,19 @@ def check_extra(extra: list[str]) -> None:
 
 def check_profile(profile: str | None, gpu_ids: list[str] | None, img) -> str | None:
     """The profiler, if it can profile this run in this image; else a clear error now."""
+    from dnnbench.profilers import PROFILERS
     if profile is None:
         return None
-    if profile not in PROFILERS:
+    p = PROFILERS.get(profile)
+    if p is None:
         raise DnnbenchError(f"--profile {profile!r}: choose {', '.join(PROFILERS)}")
-    if profile == "torch":
+    if p.vendor is None:
         return profile
     if not gpu_ids:
-        raise DnnbenchError(f"--profile {profile} profiles GPU kernels: add --gpus (on the CPU, --profile torch)")
-    vendor = "amd" if profile == "rocprof" else "nvidia"
-    if img.accelerator != vendor:
-        raise DnnbenchError(f"--profile {profile} needs an {vendor.upper()} image; this one is {img.accelerator}")
+        anywhere = ", ".join(f"--profile {q.name}" for q in PROFILERS.values() if q.vendor is None)
+        raise DnnbenchError(f"--profile {profile} profiles GPU kernels: add --gpus (on the CPU, {anywhere})")
+    if img.accelerator != p.vendor:
+        raise DnnbenchError(f"--profile {profile} needs an {p.vendor.upper()} image; this one is {img.accelerator}")
     from dnnbench.containers import catalog
     base = catalog.catalog().get(img.base or "")
     if base is not None and profile not in base.profilers:
@@ -120,13 +122,16 @@ def check_profile(profile: str | None, gpu_ids: list[str] | None, img) -> str | 
 
 
 def profiled(argv: list[str], profile: str | None, python: str, results_in: str) -> list[str]:
-    """The run's argv with its profiler: external ones wrap it through the container-side
-    launcher (which picks what depends on the GPU) and get the timed window bracketed."""
+    """The run's argv with its profiler: one that wraps the run goes through the container-side
+    launcher (which picks what depends on the GPU); the workload brackets its timed window as
+    the profiler asks."""
+    from dnnbench.profilers import PROFILERS
     if profile is None:
         return argv
-    if profile == "torch":
-        return argv + ["--profile-window", "torch"]
-    window = [] if profile == "rocprof" else ["--profile-window", "cuda"]
+    p = PROFILERS[profile]
+    window = ["--profile-window", p.window] if p.window else []
+    if not p.wraps:
+        return argv + window
     return [python, "-m", "dnnbench.workloads.profile", profile, f"{results_in}/profile", "--"] + argv + window
 
 
@@ -466,7 +471,7 @@ def _supervised(plan, job, command, owned, stop, quiet):
         raise
 
     def add_profile(data: dict) -> None:
-        from dnnbench.results.profile_parsers import summarize
+        from dnnbench.profilers import summarize
         data["profile"] = summarize(run_dir, data) or {"problems": [f"{plan.profile} left no output (see log.txt)"]}
     data = close(outcome, add_profile if plan.profile and outcome.started else None)
     code = outcome.exit_code

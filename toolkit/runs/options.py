@@ -11,7 +11,6 @@ from dnnbench.workloads.options import HOST_OPTIONS
 
 RUNTIMES = ("docker", "singularity", "apptainer", "host")
 RUNTIME_ALIASES = {"docker": "docker", "singularity": "singularity", "apptainer": "singularity", "host": "host"}
-PROFILERS = ("ncu", "nsys", "torch", "nvprof", "rocprof")
 
 
 @dataclass
@@ -31,7 +30,7 @@ class RunOptions:
     dry_run: bool = False
     quiet: bool = False
     extra: list[str] = field(default_factory=list)      # after `--`: to the workload as they are
-    profile: Optional[str] = None                       # one of PROFILERS
+    profile: Optional[str] = None                       # a name in dnnbench.profilers.PROFILERS
     cpuset: Optional[str] = None                        # suites: a parallel copy's cores
     memory: Optional[str] = None                        # suites: a parallel copy's memory share
     run_dir: Optional[Path] = None                      # suites: the folder, when not RESULTS/<run-id>
