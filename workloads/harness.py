@@ -15,8 +15,9 @@ import time
 import traceback
 import uuid
 from datetime import datetime
+from types import SimpleNamespace
 
-from . import allocator, fileio, netif, options, schema, stats, verdict
+from . import allocator, fileio, netif, options, schema, stats, verdict, windows as windows_mod
 from .errors import UsageError
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NAN, EXIT_OOM, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
@@ -333,6 +334,18 @@ def run(workload, argv):
 
 
 def _train(workload, args, dist, result):
+    """One run: set up, warm up, time the windows, conclude; returns the exit code."""
+    run = _setup(workload, args, dist, result)
+    _warm_up(run, workload, args, dist)
+    code = _time_windows(run, workload, args, dist, result)
+    if code is not None:
+        return code
+    _conclude(run, workload, args, dist, result)
+    return EXIT_OK
+
+
+def _setup(workload, args, dist, result):
+    """Device, model, optimizer, batches and the step, as the options ask; the facts in the result."""
     import torch
 
     from . import compat, manifest, system, telemetry as telemetry_mod
@@ -385,15 +398,32 @@ def _train(workload, args, dist, result):
             tag, device, args.batch_size, " x %d ranks" % dist.world_size if dist.enabled else "",
             "synthetic data" if synthetic else "data %s (loader %s)" % (args.data, result["loader"]["used"]), ", amp " + amp if amp else "",
             args.warmup, args.timed_iterations))
+    return SimpleNamespace(device=device, amp=amp, model=model, step=step, batches=batches, sync=sync, tag=tag,
+                           telemetry=None, local_step=None)
+
+
+def _warm_up(run, workload, args, dist):
+    """The untimed steps; under torchrun, then a step alone, timed per rank (the straggler check)."""
+    step, batches, sync, tag = run.step, run.batches, run.sync, run.tag
     t_start = time.perf_counter()
     for _ in range(args.warmup):
         step(next(batches))
     sync()
     if dist.rank == 0:
         _log("%s warmup done in %.1fs" % (tag, time.perf_counter() - t_start))
-    local_step = _local_step(workload, model, batches, device, amp, sync) if dist.enabled else None
+    if dist.enabled:
+        run.local_step = _local_step(workload, run.model, batches, run.device, run.amp, sync)
 
-    telemetry = telemetry_mod.start(device, args.results) if dist.rank == 0 else None
+
+
+def _time_windows(run, workload, args, dist, result):
+    """The timed windows, with progress and the stopping rules; EXIT_NAN when a loss is not
+    finite (None otherwise). The windows go into the result as they end."""
+    import torch
+
+    from . import telemetry as telemetry_mod
+    step, batches, sync, tag, device = run.step, run.batches, run.sync, run.tag, run.device
+    telemetry = run.telemetry = telemetry_mod.start(device, args.results) if dist.rank == 0 else None
     profiler = _profiler(args, device, dist.rank)
     losses, windows = [], []
     result["windows"] = windows   # shared: an interrupted run keeps the windows it finished
@@ -405,6 +435,7 @@ def _train(workload, args, dist, result):
              % (tag, until_ci, args.repeat, limit, args.number))
     last_print = time.perf_counter()
     window_start_wall = time.time()
+    clock = windows_mod.Clock(sync)
     try:
         if profiler is not None:
             profiler.__enter__()
@@ -412,17 +443,13 @@ def _train(workload, args, dist, result):
             n = min(args.number, remaining)
             remaining -= n
             step_losses = []
-            wait = 0.0
-            t0 = time.perf_counter()
+            clock.open()
             for _ in range(n):
-                f0 = time.perf_counter()
-                batch = next(batches)
-                wait += time.perf_counter() - f0
+                batch = clock.fetch(batches)
                 step_losses.append(step(batch))
                 items = workload.items(batch)
-            sync()
-            seconds = time.perf_counter() - t0
-            windows.append({"items": items * n, "seconds": seconds, "data_wait": wait})
+            windows.append(clock.close(items * n))
+            seconds = windows[-1]["seconds"]
             # the NaN check and the loss trace once per window, after the clock stopped: no
             # per-step tensor op (each is a kernel launch on a GPU, microseconds on a CPU)
             window_losses = torch.stack(step_losses).float()
@@ -454,16 +481,18 @@ def _train(workload, args, dist, result):
             profiler.__exit__(None, None, None)
         if telemetry is not None:
             result["telemetry"] = telemetry.stop(window_start_wall, time.time())
+    result["windows"], result["loss"] = windows, losses[-args.loss_trace:]
+    return None
 
-    result["windows"] = windows
-    result["loss"] = losses[-args.loss_trace:]
+
+def _conclude(run, workload, args, dist, result):
+    """Throughput, ranks, data wait, energy per item, scaling and the CI rule's outcome."""
+    windows, telemetry, until_ci = result["windows"], run.telemetry, getattr(args, "until_ci", None)
     ranks = dist.gather({"rank": dist.rank, "host": socket.gethostname(), "windows": windows,
-                         "throughput": schema.throughput(windows)["per_gpu"], "local_step_s": local_step})
+                         "throughput": schema.throughput(windows)["per_gpu"], "local_step_s": run.local_step})
     result["ranks"] = ranks
     result["throughput"] = schema.throughput(windows, dist.world_size)
-    total_wait = sum(w["data_wait"] for w in windows)
-    total_time = sum(w["seconds"] for w in windows)
-    result["data_wait_fraction"] = total_wait / total_time if total_time else None
+    result["data_wait_fraction"] = windows_mod.data_wait_fraction(windows)
     if telemetry is not None and result["telemetry"] and result["telemetry"].get("energy_j") is not None:
         items = sum(w["items"] for w in windows) * dist.world_size
         result["telemetry"]["energy_per_item_j"] = result["telemetry"]["energy_j"] / items
@@ -472,13 +501,12 @@ def _train(workload, args, dist, result):
         result["scaling"] = _scaling(result, args.scaling_reference)
     if until_ci:
         met = stats.ci_met(windows, until_ci)
-        result["until_ci"] = {"pct": until_ci, "max_windows": limit, "windows": len(windows), "met": met}
+        result["until_ci"] = {"pct": until_ci, "max_windows": args.max_windows, "windows": len(windows), "met": met}
         if not met and dist.rank == 0:
             _log("%s warning: the 95%% CI is still wider than +-%g%% after %d windows (--max-windows)"
-                 % (tag, until_ci, limit))
+                 % (run.tag, until_ci, args.max_windows))
     if dist.rank == 0:
-        _log("%s %s" % (tag, describe(result["throughput"]["total"], workload.unit)))
-    return EXIT_OK
+        _log("%s %s" % (run.tag, describe(result["throughput"]["total"], workload.unit)))
 
 
 def describe(tp, unit):

@@ -31,7 +31,7 @@ import time
 import uuid
 from datetime import datetime
 
-from . import fileio, netif, schema
+from . import fileio, netif, schema, windows
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NO_STEPS = 0, 1, 2, 5
 ITEMS_ENV = "DNNBENCH_ITEMS_PER_STEP"
@@ -82,16 +82,14 @@ class Meter(object):
         self.owner = None           # id of the optimizer whose steps are counted
         self.batch_items = None     # items of the last batch fetched
         self.batches = 0
-        self.wait = 0.0             # data wait in the current window
+        self.clock = windows.Clock()  # the current window's: seconds and data wait
         self.window_steps = 0
         self.window_items = 0
-        self.t0 = None
         self.done = False
-        self.sync = lambda: None
 
     def fetched(self, batch, seconds):
         self.batches += 1
-        self.wait += seconds
+        self.clock.waited(seconds)
         n = _first_dim(batch)
         if n:
             self.batch_items = n
@@ -133,14 +131,11 @@ class Meter(object):
             self._open()
 
     def _open(self):
-        self.sync()
-        self.wait, self.window_steps, self.window_items = 0.0, 0, 0
-        self.t0 = time.perf_counter()
+        self.window_steps, self.window_items = 0, 0
+        self.clock.open()
 
     def _close(self):
-        self.sync()
-        seconds = time.perf_counter() - self.t0
-        self.windows.append({"items": self.window_items, "seconds": seconds, "data_wait": self.wait})
+        self.windows.append(self.clock.close(self.window_items))
 
 
 def install(meter):
@@ -197,7 +192,7 @@ def install(meter):
         undo.append(lambda: setattr(torch.optim.Optimizer, "__init__", original_init))
 
     if torch.cuda.is_available():
-        meter.sync = torch.cuda.synchronize
+        meter.clock.sync = torch.cuda.synchronize
 
     def remove():
         for u in reversed(undo):
@@ -328,9 +323,7 @@ def _finish(result, meter, code, a):
         else:
             result["status"] = "ok"
     result["throughput"] = schema.throughput(meter.windows, result["world_size"])
-    waited = sum(w["data_wait"] for w in meter.windows)
-    total = sum(w["seconds"] for w in meter.windows)
-    result["data_wait_fraction"] = waited / total if total else None
+    result["data_wait_fraction"] = windows.data_wait_fraction(meter.windows)
     result["ended"] = datetime.utcnow().isoformat() + "Z"
     try:
         result["verdict"] = verdict.judge(result)

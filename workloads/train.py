@@ -32,7 +32,7 @@ import time
 import uuid
 from datetime import datetime
 
-from . import fileio, options, schema, train_tasks
+from . import fileio, options, schema, train_tasks, windows
 from .errors import UsageError
 from .options import Option
 
@@ -212,8 +212,7 @@ def run(workload, argv):
     finally:
         result["ended"] = datetime.utcnow().isoformat() + "Z"
         result["throughput"] = schema.throughput(result["windows"], dist.world_size)
-        seconds = sum(w["seconds"] for w in result["windows"])
-        result["data_wait_fraction"] = sum(w["data_wait"] for w in result["windows"]) / seconds if seconds else None
+        result["data_wait_fraction"] = windows.data_wait_fraction(result["windows"])
         try:
             from . import verdict
             result["verdict"] = verdict.judge(result)
@@ -291,6 +290,7 @@ def _train(workload, task_class, args, dist, result, stopper):
 
     clock0 = time.perf_counter() - training["on_clock_s"]
     last_ckpt = time.perf_counter()
+    clock = windows.Clock(torch.cuda.synchronize if device == "cuda" else None)
 
     def state_now(e, s):
         training["on_clock_s"] = time.perf_counter() - clock0
@@ -319,11 +319,10 @@ def _train(workload, task_class, args, dist, result, stopper):
         for group in opt.param_groups:
             group["lr"] = task.lr_at(epoch)
         steps, it = task.batches(epoch, step_in_epoch)
-        t0, items, wait, losses = time.perf_counter(), 0, 0.0, []
+        items, losses = 0, []
+        clock.open()
         for s in range(step_in_epoch, steps):
-            f0 = time.perf_counter()
-            batch = next(it)
-            wait += time.perf_counter() - f0
+            batch = clock.fetch(it)
             with compat.autocast(device, amp):
                 loss, n = task.loss(ddp, batch)
             opt.zero_grad(set_to_none=True)
@@ -338,7 +337,7 @@ def _train(workload, task_class, args, dist, result, stopper):
             items += n
             if _stop_here(stopper, dist, device, s):
                 del it
-                _close_epoch(result, losses, items, time.perf_counter() - t0, wait)
+                _close_epoch(result, losses, clock.close(items))
                 segment["ended"] = datetime.utcnow().isoformat() + "Z"   # before the checkpoint keeps it
                 training["resumable"] = True
                 checkpoint(epoch, s + 1, wait=True)
@@ -350,7 +349,7 @@ def _train(workload, task_class, args, dist, result, stopper):
                 checkpoint(epoch, s + 1)
                 last_ckpt = time.perf_counter()
         del it
-        train_loss = _close_epoch(result, losses, items, time.perf_counter() - t0, wait)
+        train_loss = _close_epoch(result, losses, clock.close(items))
         if train_loss is not None and not math.isfinite(train_loss):
             ckpt.wait()
             result.update(status="nan", message="the training loss became NaN/Inf in epoch %d" % (epoch + 1))
@@ -408,7 +407,7 @@ def _stop_here(stopper, dist, device, s):
     return flag.item() > 0
 
 
-def _close_epoch(result, losses, items, seconds, wait):
+def _close_epoch(result, losses, window):
     """The epoch's (or segment's) training as one window of the throughput statistic."""
     import torch
     if not losses:
@@ -416,7 +415,7 @@ def _close_epoch(result, losses, items, seconds, wait):
     values = torch.stack(losses).float().cpu()
     result["loss"].extend(float(v) for v in values.tolist())
     result["loss"] = result["loss"][-10000:]
-    result["windows"].append({"items": items, "seconds": seconds, "data_wait": wait})
+    result["windows"].append(window)
     return float(values.mean())
 
 
