@@ -26,7 +26,7 @@ phase() {   # phase NAME COMMAND...: run it, remember a failure, go on
 
 phase "lint (ruff)" .venv/bin/ruff check .
 phase "types (mypy, the host side)" bash scripts/typecheck.sh
-phase "tests" .venv/bin/python -m pytest -q -p no:cacheprovider --durations=15   # the slowest, to watch CI time
+phase "tests" .venv/bin/python -m pytest -q -p no:cacheprovider --durations=40   # the slowest, to watch CI time
 
 if [ "${DNNBENCH_TEST_BUSY:-0}" = 1 ]; then
 hogs=()
