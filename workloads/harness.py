@@ -415,7 +415,6 @@ def _warm_up(run, workload, args, dist):
         run.local_step = _local_step(workload, run.model, batches, run.device, run.amp, sync)
 
 
-
 def _time_windows(run, workload, args, dist, result):
     """The timed windows, with progress and the stopping rules; EXIT_NAN when a loss is not
     finite (None otherwise). The windows go into the result as they end."""
