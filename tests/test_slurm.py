@@ -242,6 +242,8 @@ def test_a_lost_node_ends_the_job_and_the_result_names_it(slurm_cluster, tmp_pat
     assert data["lost_nodes"][0]["node"] == "node2" and data["lost_nodes"][0]["ranks"] == [1]
     assert data["message"].startswith("lost node node2 (rank 1): Slurm: node failure")
     assert "error: lost node node2 (rank 1)" in err and "Traceback" not in err.split("error: lost node")[1]
+    # rank 0 says it in one line (the traceback left is torchrun's own ChildFailedError)
+    assert "error: a collective failed: another rank stopped answering" in err and "harness.py" not in err
     assert sorted(p["host"] for p in data["placement"]) == ["node1", "node2"]
     job = data["host"]["slurm_job"]
     assert subprocess.run(["squeue", "-h", "-j", job], capture_output=True, text=True).stdout.strip() == ""

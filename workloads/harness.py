@@ -312,7 +312,11 @@ def run(workload, argv):
     except Exception as exc:  # noqa: BLE001 - every failure must still leave a result
         oom = "out of memory" in str(exc).lower() or type(exc).__name__ == "OutOfMemoryError"
         result.update(status="oom" if oom else "error", message="%s: %s" % (type(exc).__name__, str(exc).strip()[:2000]))
-        traceback.print_exc()
+        if _peer_lost(exc):   # another rank's story (a lost node, a killed rank), not a bug here
+            _log("error: a collective failed: another rank stopped answering (%s: %s)"
+                 % (type(exc).__name__, (str(exc).strip().splitlines() or [""])[0][:300]))
+        else:
+            traceback.print_exc()
         code = EXIT_OOM if oom else EXIT_ERROR
     finally:
         result["ended"] = datetime.utcnow().isoformat() + "Z"
@@ -331,6 +335,14 @@ def run(workload, argv):
                 code = code or EXIT_ERROR
         dist.close()
     return code
+
+
+def _peer_lost(exc):
+    """A collective that failed because a peer went away (gloo's closed connection, NCCL's
+    DistBackendError), as opposed to a failure of this rank's own."""
+    text = str(exc)
+    return type(exc).__name__ in ("DistBackendError", "DistNetworkError") or \
+        "Connection closed by peer" in text or "Connection reset by peer" in text
 
 
 def _train(workload, args, dist, result):
