@@ -338,26 +338,23 @@ def _submit_and_wait(o: SlurmOptions, script: Path, run_dir: Path, run_id: str) 
                     err.print(line, markup=False, highlight=False, soft_wrap=True)
                 del tail[:-30]
             return bool(chunk)
-        # Followed through squeue each second, not through sbatch --wait: that polls ever more
-        # slowly (2, 4 ... 32 s), so it told of an ended job up to 32 s late, and it may return
-        # when a start ends in a requeue (slurm --train at its time limit)
-        while not stop.count:
+        # sbatch --wait may return when a start ends in a requeue (slurm --train at its time
+        # limit): the job is followed until Slurm no longer lists it
+        while not stop.count and (proc.poll() is None or _in_queue(job)):
             follow()
-            state = _job_state(job)
-            if state is not None and state not in _LIVE:
-                break                   # let go by Slurm
-            if state is None and proc.poll() is not None:
-                break                   # slurmctld silent; sbatch's own wait has ended
             stop.sleep(1.0)
         if stop.count:
             ended = "interrupted"
             _cancel(job, stop, follow)
-            proc.terminate()            # sbatch --wait only polls: the job is not touched
-            proc.wait()
+            try:
+                proc.wait(timeout=30)   # sbatch --wait notices the end at its next poll
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
         for _ in range(64):      # the rest of the log, a bounded piece at a time
             if not follow():
                 break
-        code = 130 if ended == "interrupted" else _exit_code(job, proc)
+        code = proc.returncode if ended == "exited" else 130
         outcome = Outcome(code, ended, time.monotonic() - started)
         if o.each_node:
             return _each_node_outcome(o, run_dir, run_id, job, outcome, tail, script)
@@ -433,25 +430,9 @@ def _job_state(job: str) -> str | None:
     return states[0] if states else ""
 
 
-def _exit_code(job: str, proc: subprocess.Popen) -> int:
-    """The ended job's exit code as slurmctld keeps it (ExitCode=CODE:SIGNAL); where it no longer
-    does, what sbatch --wait returns at its next poll (at most 32 s on)."""
-    try:
-        res = external.call(["scontrol", "-o", "show", "job", job], what="scontrol", timeout=SLURM_S)
-        m = re.search(r"\bExitCode=(\d+):(\d+)", res.stdout) if res.returncode == 0 else None
-    except DnnbenchError:
-        m = None
-    if proc.poll() is None and m is not None:
-        proc.terminate()        # its poll is all it does: the job is not touched
-    try:
-        proc.wait(timeout=40)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-    if m is None:
-        return proc.returncode if proc.returncode is not None and proc.returncode >= 0 else 1
-    code, sig = int(m.group(1)), int(m.group(2))
-    return 1 if sig and not code else code      # killed by a signal: a failed job, as sbatch --wait says
+def _in_queue(job: str) -> bool:
+    """Not yet let go by Slurm (pending, running, requeued...): only when slurmctld says so."""
+    return _job_state(job) in _LIVE
 
 
 def _job_ended(job: str) -> bool:
