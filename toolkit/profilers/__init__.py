@@ -22,21 +22,9 @@ def summarize(run_dir: Path, result: dict | None = None) -> dict | None:
     """Every profile found in the run folder, summarized; None when there is none. What could not
     be read is listed under "problems"; files with no GPU activity (torchrun's parent under
     nvprof) are listed there too unless another file of the same profiler was read."""
-    from dnnbench.workloads import fileio
-    launch: dict = {}
     problems: list[str] = []
-    path = run_dir / "profile" / "launch.json"   # what the launcher chose (kernel cap, clocks, dropped metrics)
-    if path.is_file():
-        try:
-            launch = fileio.read_json(str(path), max_bytes=1 << 20)
-        except (ValueError, RecursionError, OSError) as exc:
-            problems.append(f"launch.json: not readable JSON ({type(exc).__name__})")
-            launch = {}
-        if not isinstance(launch, dict):
-            problems.append("launch.json: not a JSON object")
-            launch = {}
     window = sum(w.get("seconds", 0) for w in (result or {}).get("windows") or []) or None
-    folder = RunFolder(run_dir, launch, window, problems=problems)
+    folder = RunFolder(run_dir, _launch(run_dir, problems), window, problems=problems)
     for p in PROFILERS.values():
         p.read(folder)
     found = folder.found
@@ -44,6 +32,24 @@ def summarize(run_dir: Path, result: dict | None = None) -> dict | None:
     if folder.problems or skipped:
         found["problems"] = folder.problems + skipped
     return found or None
+
+
+def _launch(run_dir: Path, problems: list[str]) -> dict:
+    """What the container launcher chose (kernel cap, clocks, dropped metrics); {} when it wrote
+    nothing, or nothing readable (said in problems)."""
+    from dnnbench.workloads import fileio
+    path = run_dir / "profile" / "launch.json"
+    if not path.is_file():
+        return {}
+    try:
+        launch = fileio.read_json(str(path), max_bytes=1 << 20)
+    except (ValueError, RecursionError, OSError) as exc:
+        problems.append(f"launch.json: not readable JSON ({type(exc).__name__})")
+        return {}
+    if not isinstance(launch, dict):
+        problems.append("launch.json: not a JSON object")
+        return {}
+    return launch
 
 
 def readable(profile: dict | None) -> list[str]:
