@@ -2,7 +2,7 @@
 import difflib
 import sys
 
-from . import WORKLOADS, load
+from . import WORKLOADS, ending, load
 
 
 def main(argv=None):
@@ -21,4 +21,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    ending.end(main())

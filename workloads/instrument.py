@@ -31,7 +31,7 @@ import time
 import uuid
 from datetime import datetime
 
-from . import fileio, netif, schema, windows
+from . import ending, fileio, netif, schema, windows
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NO_STEPS = 0, 1, 2, 5
 ITEMS_ENV = "DNNBENCH_ITEMS_PER_STEP"
@@ -347,4 +347,4 @@ def _finish(result, meter, code, a):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    ending.end(main())

@@ -32,7 +32,7 @@ import time
 import uuid
 from datetime import datetime
 
-from . import fileio, options, schema, train_tasks, windows
+from . import ending, fileio, options, schema, train_tasks, windows
 from .errors import UsageError
 from .options import Option
 
@@ -429,4 +429,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    ending.end(main())
