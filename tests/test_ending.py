@@ -23,6 +23,8 @@ class Finalized(object):
 
 threading.Thread(target=late).start()
 atexit.register(lambda: open(out + "/atexit", "w").write("ran"))
+unclosed = open(out + "/unclosed", "w")
+unclosed.write("kept")   # buffered: finalization (or ending.end) must flush it
 keep = Finalized()
 keep.path = out
 sys.stdout.write("buffered, no newline")
@@ -42,7 +44,8 @@ def test_a_rank_exits_with_its_code_after_its_threads_and_atexit_without_finaliz
     res, made = _end(tmp_path, "2")
     assert res.returncode == 3, res.stderr
     assert res.stdout == "buffered, no newline"
-    assert made == ["atexit", "thread"]        # nothing left to a finalization that never came
+    assert made == ["atexit", "thread", "unclosed"]   # nothing left to a finalization that never came
+    assert (tmp_path / "unclosed").read_text() == "kept"
 
 
 @pytest.mark.parametrize("world", ["1", "not-a-number"])
@@ -50,4 +53,5 @@ def test_a_single_process_exits_as_usual(tmp_path, world):
     res, made = _end(tmp_path, world)
     assert res.returncode == 3, res.stderr
     assert res.stdout == "buffered, no newline"
-    assert made == ["atexit", "finalized", "thread"]
+    assert made == ["atexit", "finalized", "thread", "unclosed"]
+    assert (tmp_path / "unclosed").read_text() == "kept"

@@ -8,9 +8,11 @@ can land in the interpreter's finalization, where taking the GIL ends the thread
 the process ("terminate called without an active exception", SIGABRT, after the result was
 written). The process group itself cannot be freed first: DDP keeps references to it from C++.
 So a rank does what finalization does that matters (waits for its own threads, runs the atexit
-handlers, flushes its streams) and then exits, with no worker thread left to race.
+handlers, flushes the files left open) and then exits, with no worker thread left to race.
 """
 import atexit
+import gc
+import io
 import os
 import sys
 import threading
@@ -24,10 +26,12 @@ def end(code):
         if thread is not threading.current_thread() and not thread.daemon:
             thread.join()
     atexit._run_exitfuncs()   # loader workers, logging, compile workers close as usual
-    for stream in (sys.stdout, sys.stderr):
+    # what finalization would flush: files a script left open, then our own streams
+    for stream in [obj for obj in gc.get_objects() if isinstance(obj, io.IOBase)] + [sys.stdout, sys.stderr]:
         try:
-            stream.flush()
-        except (OSError, ValueError):   # a closed pipe loses nothing of ours
+            if not stream.closed:
+                stream.flush()
+        except (OSError, ValueError):   # a closed pipe: nothing more can reach it
             pass
     os._exit(code if isinstance(code, int) else 1)
 
