@@ -231,100 +231,142 @@ def run(workload, argv):
 
 
 def _train(workload, task_class, args, dist, result, stopper):
-    import torch
-    from . import allocator, compat, system
-
-    malloc = allocator.keep_mapped()   # before the loader's workers fork
-    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
-    amp = None if args.amp == "none" else args.amp
-    dist.init(device)
-    result["system"] = system.collect(device)
-    result["system"]["malloc"] = malloc
-    task = task_class(workload, args, dist, device)
-    result["options"] = dict(sorted(vars(args).items()), lr=task.base_lr, weight_decay=workload.weight_decay,
-                             device=device, **task.facts)
-    torch.manual_seed(args.seed)
-    model = workload.build(args).to(device)
-    if args.channels_last:
-        model = model.to(memory_format=torch.channels_last)
-    ddp = torch.nn.parallel.DistributedDataParallel(model) if dist.enabled else model
-    opt = task.optimizer(model)
-    scaler = compat.grad_scaler(device, amp)
-    training = dict({
-        "schedule": task.schedule, "metric": task.metric, "target": args.target_accuracy, "reached": False,
-        "time_to_target_s": None, "best": None, "epochs": [], "segments": [], "on_clock_s": 0.0,
-        "resumed_from": None}, **task.facts)
-    result["training"] = training
-    fileio.make_dirs(args.results)
-    ckpt = Checkpoints(args.results)
-    epoch, step_in_epoch = 0, 0
+    """Set up (or resume), then epochs until the target, --epochs or --max-time; a signal stops
+    it after a step that every rank agrees on, with a checkpoint to resume from."""
+    run = _Training(workload, task_class, args, dist, result)
     if args.resume:
-        state, warnings = ckpt.load()
+        run.resume()
+    run.begin_segment()
+    while run.epoch < args.epochs:
+        code, train_loss = run.epoch_steps(stopper)
+        if code is not None:
+            return code
+        if run.end_epoch(train_loss):
+            break
+    run.finish()
+    result["status"] = "ok"
+    return EXIT_OK
+
+
+class _Training(object):
+    """One training run: the model, optimizer and scaler, the checkpoints, the clock, and the
+    training record that result.json and every checkpoint carry."""
+
+    def __init__(self, workload, task_class, args, dist, result):
+        import torch
+        from . import allocator, compat, system
+
+        malloc = allocator.keep_mapped()   # before the loader's workers fork
+        self.device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+        self.amp = None if args.amp == "none" else args.amp
+        dist.init(self.device)
+        result["system"] = system.collect(self.device)
+        result["system"]["malloc"] = malloc
+        self.task = task = task_class(workload, args, dist, self.device)
+        result["options"] = dict(sorted(vars(args).items()), lr=task.base_lr, weight_decay=workload.weight_decay,
+                                 device=self.device, **task.facts)
+        torch.manual_seed(args.seed)
+        model = workload.build(args).to(self.device)
+        if args.channels_last:
+            model = model.to(memory_format=torch.channels_last)
+        self.model = model
+        self.ddp = torch.nn.parallel.DistributedDataParallel(model) if dist.enabled else model
+        self.opt = task.optimizer(model)
+        self.scaler = compat.grad_scaler(self.device, self.amp)
+        self.training = dict({
+            "schedule": task.schedule, "metric": task.metric, "target": args.target_accuracy, "reached": False,
+            "time_to_target_s": None, "best": None, "epochs": [], "segments": [], "on_clock_s": 0.0,
+            "resumed_from": None}, **task.facts)
+        result["training"] = self.training
+        fileio.make_dirs(args.results)
+        self.ckpt = Checkpoints(args.results)
+        self.workload, self.args, self.dist, self.result = workload, args, dist, result
+        self.epoch, self.step_in_epoch = 0, 0
+        self.tag = "[%s train]" % workload.name
+
+    def resume(self):
+        """Model, optimizer, scaler, RNGs and the record so far, from the newest checkpoint that loads."""
+        import torch
+        state, warnings = self.ckpt.load()
         for w in warnings:
             _log("warning: " + w)
         if state is None:
-            raise UsageError("--resume: %s holds no checkpoint that loads" % args.results)
-        model.load_state_dict(state["model"])
-        opt.load_state_dict(state["optimizer"])
-        if scaler is not None and state.get("scaler"):
-            scaler.load_state_dict(state["scaler"])
-        epoch, step_in_epoch = state["epoch"], state["step"]
+            raise UsageError("--resume: %s holds no checkpoint that loads" % self.args.results)
+        self.model.load_state_dict(state["model"])
+        self.opt.load_state_dict(state["optimizer"])
+        if self.scaler is not None and state.get("scaler"):
+            self.scaler.load_state_dict(state["scaler"])
+        self.epoch, self.step_in_epoch = state["epoch"], state["step"]
         rng = state.get("rng") or {}
         if rng.get("torch") is not None:
             torch.set_rng_state(rng["torch"])
         if rng.get("python") is not None:
             random.setstate(rng["python"])
+        training = self.training
         training.update(state["training"])
         training.pop("resumable", None)
-        result["windows"] = list(state.get("windows", []))
-        result["loss"] = list(state.get("loss", []))
-        training["resumed_from"] = "epoch %d step %d" % (epoch, step_in_epoch)
-        _log("resumed from epoch %d, step %d (%.1f s on the clock so far)" % (epoch, step_in_epoch,
+        self.result["windows"] = list(state.get("windows", []))
+        self.result["loss"] = list(state.get("loss", []))
+        training["resumed_from"] = "epoch %d step %d" % (self.epoch, self.step_in_epoch)
+        _log("resumed from epoch %d, step %d (%.1f s on the clock so far)" % (self.epoch, self.step_in_epoch,
                                                                             training["on_clock_s"]))
-    segment = {"host": socket.gethostname(), "started": datetime.utcnow().isoformat() + "Z", "ended": None}
-    if os.environ.get("SLURM_JOB_ID"):   # which job, and which of its starts (a requeue starts it again)
-        segment["slurm_job"] = os.environ["SLURM_JOB_ID"]
-        restarts = os.environ.get("SLURM_RESTART_COUNT", "0")
-        segment["slurm_restart"] = int(restarts) if restarts.isdigit() else None
-    training["segments"].append(segment)
 
-    clock0 = time.perf_counter() - training["on_clock_s"]
-    last_ckpt = time.perf_counter()
-    clock = windows.Clock(torch.cuda.synchronize if device == "cuda" else None)
+    def begin_segment(self):
+        """This start's segment of the record, and the clock that goes on from the last one."""
+        import torch
+        self.segment = {"host": socket.gethostname(), "started": datetime.utcnow().isoformat() + "Z", "ended": None}
+        if os.environ.get("SLURM_JOB_ID"):   # which job, and which of its starts (a requeue starts it again)
+            self.segment["slurm_job"] = os.environ["SLURM_JOB_ID"]
+            restarts = os.environ.get("SLURM_RESTART_COUNT", "0")
+            self.segment["slurm_restart"] = int(restarts) if restarts.isdigit() else None
+        self.training["segments"].append(self.segment)
+        self.clock0 = time.perf_counter() - self.training["on_clock_s"]
+        self.last_ckpt = time.perf_counter()
+        self.clock = windows.Clock(torch.cuda.synchronize if self.device == "cuda" else None)
+        args, dist, task = self.args, self.dist, self.task
+        _log("%s %s, batch %d%s, %s, up to %d epochs%s" % (
+            self.tag, self.device, args.batch_size, " x %d ranks" % dist.world_size if dist.enabled else "",
+            task.intro, args.epochs, ", target %s %g %%" % (schema.metric_name(task.metric), args.target_accuracy)
+            if args.target_accuracy else ""))
 
-    def state_now(e, s):
-        training["on_clock_s"] = time.perf_counter() - clock0
-        return {"model": model.state_dict(), "optimizer": opt.state_dict(),
-                "scaler": scaler.state_dict() if scaler is not None else None, "epoch": e, "step": s,
-                "training": training, "windows": result["windows"], "loss": result["loss"][-10000:],
+    def on_clock(self):
+        return time.perf_counter() - self.clock0
+
+    def state_now(self, e, s):
+        import torch
+        self.training["on_clock_s"] = self.on_clock()
+        return {"model": self.model.state_dict(), "optimizer": self.opt.state_dict(),
+                "scaler": self.scaler.state_dict() if self.scaler is not None else None, "epoch": e, "step": s,
+                "training": self.training, "windows": self.result["windows"],
+                "loss": self.result["loss"][-10000:],
                 "rng": {"torch": torch.get_rng_state(), "python": random.getstate()}}
 
-    def checkpoint(e, s, wait=False):
+    def checkpoint(self, e, s, wait=False):
         """Seconds the training waited for it (on the clock: a run pays for its checkpoints);
         wait: until it is on disk (before the run stops)."""
         c0 = time.perf_counter()
-        if dist.rank == 0:
-            path = ckpt.save(state_now(e, s), wait=wait)
+        if self.dist.rank == 0:
+            path = self.ckpt.save(self.state_now(e, s), wait=wait)
             _log("checkpoint: %s" % os.path.basename(path))
-        if dist.enabled:
+        if self.dist.enabled:
             import torch.distributed as tdist
             tdist.barrier()
         return time.perf_counter() - c0
 
-    tag = "[%s train]" % workload.name
-    _log("%s %s, batch %d%s, %s, up to %d epochs%s" % (
-        tag, device, args.batch_size, " x %d ranks" % dist.world_size if dist.enabled else "", task.intro,
-        args.epochs, ", target %s %g %%" % (schema.metric_name(task.metric), args.target_accuracy) if args.target_accuracy else ""))
-    while epoch < args.epochs:
+    def epoch_steps(self, stopper):
+        """The steps of one epoch (from where a resume left off) as one window: (exit code, None)
+        when a signal stopped it or the loss went NaN, else (None, the epoch's mean loss)."""
+        from . import compat
+        args, task, opt, scaler, epoch = self.args, self.task, self.opt, self.scaler, self.epoch
         for group in opt.param_groups:
             group["lr"] = task.lr_at(epoch)
-        steps, it = task.batches(epoch, step_in_epoch)
+        steps, it = task.batches(epoch, self.step_in_epoch)
         items, losses = 0, []
-        clock.open()
-        for s in range(step_in_epoch, steps):
-            batch = clock.fetch(it)
-            with compat.autocast(device, amp):
-                loss, n = task.loss(ddp, batch)
+        self.clock.open()
+        for s in range(self.step_in_epoch, steps):
+            batch = self.clock.fetch(it)
+            with compat.autocast(self.device, self.amp):
+                loss, n = task.loss(self.ddp, batch)
             opt.zero_grad(set_to_none=True)
             if scaler is not None:
                 scaler.scale(loss).backward()
@@ -335,61 +377,75 @@ def _train(workload, task_class, args, dist, result, stopper):
                 opt.step()
             losses.append(loss.detach())
             items += n
-            if _stop_here(stopper, dist, device, s):
+            if _stop_here(stopper, self.dist, self.device, s):
                 del it
-                _close_epoch(result, losses, clock.close(items))
-                segment["ended"] = datetime.utcnow().isoformat() + "Z"   # before the checkpoint keeps it
-                training["resumable"] = True
-                checkpoint(epoch, s + 1, wait=True)
-                result.update(status="interrupted", message="stopped by signal %d at epoch %d step %d: "
-                              "resumable with --resume" % (stopper.signal or signal.SIGTERM, epoch, s + 1))
-                _log("%s %s" % (tag, result["message"]))
-                return EXIT_INTERRUPTED
-            if args.checkpoint_every and time.perf_counter() - last_ckpt >= args.checkpoint_every * 60:
-                checkpoint(epoch, s + 1)
-                last_ckpt = time.perf_counter()
+                _close_epoch(self.result, losses, self.clock.close(items))
+                return self.stop(stopper, s + 1), None
+            if args.checkpoint_every and time.perf_counter() - self.last_ckpt >= args.checkpoint_every * 60:
+                self.checkpoint(epoch, s + 1)
+                self.last_ckpt = time.perf_counter()
         del it
-        train_loss = _close_epoch(result, losses, clock.close(items))
+        train_loss = _close_epoch(self.result, losses, self.clock.close(items))
         if train_loss is not None and not math.isfinite(train_loss):
-            ckpt.wait()
-            result.update(status="nan", message="the training loss became NaN/Inf in epoch %d" % (epoch + 1))
-            return EXIT_NAN
-        step_in_epoch = 0
-        epoch += 1
+            self.ckpt.wait()
+            self.result.update(status="nan", message="the training loss became NaN/Inf in epoch %d" % (epoch + 1))
+            return EXIT_NAN, None
+        return None, train_loss
+
+    def stop(self, stopper, step):
+        """A signal: checkpoint after `step` (on disk before the run ends), resumable."""
+        self.segment["ended"] = datetime.utcnow().isoformat() + "Z"   # before the checkpoint keeps it
+        self.training["resumable"] = True
+        self.checkpoint(self.epoch, step, wait=True)
+        self.result.update(status="interrupted", message="stopped by signal %d at epoch %d step %d: "
+                           "resumable with --resume" % (stopper.signal or signal.SIGTERM, self.epoch, step))
+        _log("%s %s" % (self.tag, self.result["message"]))
+        return EXIT_INTERRUPTED
+
+    def end_epoch(self, train_loss):
+        """Evaluate when due, record and checkpoint the epoch; whether the run ends here (the
+        target reached or --max-time spent)."""
+        args, task, training = self.args, self.task, self.training
+        self.step_in_epoch = 0
+        self.epoch += 1
+        epoch, last = self.epoch, self.result["windows"][-1]
         record = {"epoch": epoch, "train_loss": train_loss, "lr": task.lr_at(epoch - 1),
-                  "train_throughput": result["windows"][-1]["items"] * dist.world_size /
-                  max(1e-9, result["windows"][-1]["seconds"]), "eval": None}
+                  "train_throughput": last["items"] * self.dist.world_size / max(1e-9, last["seconds"]),
+                  "eval": None}
         if epoch % args.eval_every == 0 or epoch == args.epochs:
-            record["eval"] = task.evaluate(model, amp)
-        record["on_clock_s"] = time.perf_counter() - clock0
+            record["eval"] = task.evaluate(self.model, self.amp)
+        record["on_clock_s"] = self.on_clock()
         training["epochs"].append(record)
         ev = record["eval"]
         if ev is not None and (training["best"] is None or ev[task.metric] > training["best"]):
             training["best"] = ev[task.metric]
         _log("%s epoch %d/%d  loss %.4f  %.1f %s/s%s  %.0fs on the clock" % (
-            tag, epoch, args.epochs, train_loss if train_loss is not None else float("nan"),
-            record["train_throughput"], workload.unit,
+            self.tag, epoch, args.epochs, train_loss if train_loss is not None else float("nan"),
+            record["train_throughput"], self.workload.unit,
             "  " + task.show(ev) if ev else "", record["on_clock_s"]))
         reached = ev is not None and args.target_accuracy is not None and ev[task.metric] >= args.target_accuracy
         if reached:
             training["reached"], training["time_to_target_s"] = True, record["on_clock_s"]
             training["reached_at_epoch"] = epoch
-        record["checkpoint_s"] = checkpoint(epoch, 0)
+        record["checkpoint_s"] = self.checkpoint(epoch, 0)
         if reached:
             _log("%s target %s %g %% reached at epoch %d, %.1f s on the clock" % (
-                tag, schema.metric_name(task.metric), args.target_accuracy, epoch, record["on_clock_s"]))
-            break
+                self.tag, schema.metric_name(task.metric), args.target_accuracy, epoch, record["on_clock_s"]))
+            return True
         if args.max_time and record["on_clock_s"] >= args.max_time * 60:
-            _log("%s --max-time %g min reached" % (tag, args.max_time))
-            break
-    ckpt.wait()
-    training["on_clock_s"] = time.perf_counter() - clock0
-    segment["ended"] = datetime.utcnow().isoformat() + "Z"
-    if args.target_accuracy is not None and not training["reached"]:
-        _log("%s target not reached: best %s %s" % (
-            tag, schema.metric_name(task.metric), "-" if training["best"] is None else "%.2f %%" % training["best"]))
-    result["status"] = "ok"
-    return EXIT_OK
+            _log("%s --max-time %g min reached" % (self.tag, args.max_time))
+            return True
+        return False
+
+    def finish(self):
+        """The last checkpoint on disk, the clock and the segment closed."""
+        self.ckpt.wait()
+        self.training["on_clock_s"] = self.on_clock()
+        self.segment["ended"] = datetime.utcnow().isoformat() + "Z"
+        if self.args.target_accuracy is not None and not self.training["reached"]:
+            _log("%s target not reached: best %s %s" % (
+                self.tag, schema.metric_name(self.task.metric),
+                "-" if self.training["best"] is None else "%.2f %%" % self.training["best"]))
 
 
 def _stop_here(stopper, dist, device, s):
