@@ -340,7 +340,7 @@ def _submit_and_wait(o: SlurmOptions, script: Path, run_dir: Path, run_id: str) 
             return bool(chunk)
         # sbatch --wait may return when a start ends in a requeue (slurm --train at its time
         # limit): the job is followed until Slurm no longer lists it
-        while not stop.count and (proc.poll() is None or _in_queue(job)):
+        while not stop.count and (proc.poll() is None or _in_queue(job, stop)):
             follow()
             stop.sleep(1.0)
         if stop.count:
@@ -426,13 +426,25 @@ def _job_state(job: str) -> str | None:
                             timeout=SLURM_S)
     except DnnbenchError:
         return None
-    states = res.stdout.split() if res.returncode == 0 else []
+    if res.returncode != 0:   # "Invalid job id": purged; anything else (a busy slurmctld): no answer
+        return "" if "invalid job id" in res.stderr.lower() else None
+    states = res.stdout.split()
     return states[0] if states else ""
 
 
-def _in_queue(job: str) -> bool:
-    """Not yet let go by Slurm (pending, running, requeued...): only when slurmctld says so."""
-    return _job_state(job) in _LIVE
+def _in_queue(job: str, stop) -> bool:
+    """Not yet let go by Slurm (pending, running, requeued...). An end counts when two looks
+    two seconds apart both show it (a requeue passes through states a single look can miss),
+    and a slurmctld that does not answer is asked again, for SLURM_S at most."""
+    deadline, ended = time.monotonic() + SLURM_S, 0
+    while ended < 2 and time.monotonic() < deadline and not stop.count:
+        state = _job_state(job)
+        if state in _LIVE:
+            return True
+        ended = ended + 1 if state is not None else 0
+        if ended < 2:
+            stop.sleep(2.0)
+    return False
 
 
 def _job_ended(job: str) -> bool:
