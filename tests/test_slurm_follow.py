@@ -62,3 +62,10 @@ def test_a_silent_slurmctld_is_asked_for_a_bounded_time(squeue, monkeypatch):
     squeue("1||slurm_load_jobs error: Unable to contact slurm controller")
     monkeypatch.setattr(slurm, "SLURM_S", 0.5)
     assert slurm._in_queue("7", Never()) is False
+
+
+def test_the_wait_after_a_cancel_takes_the_same_two_looks(squeue):
+    squeue("0||", "0|RUNNING|")      # one look missed it: the job still runs, so it is not over
+    assert slurm._job_ended("7", Never()) is False
+    squeue("0|CANCELLED|")
+    assert slurm._job_ended("7", Never()) is True

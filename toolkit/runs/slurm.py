@@ -432,26 +432,33 @@ def _job_state(job: str) -> str | None:
     return states[0] if states else ""
 
 
-def _in_queue(job: str, stop) -> bool:
-    """Not yet let go by Slurm (pending, running, requeued...). An end counts when two looks
-    two seconds apart both show it (a requeue passes through states a single look can miss),
-    and a slurmctld that does not answer is asked again, for SLURM_S at most."""
-    deadline, ended = time.monotonic() + SLURM_S, 0
-    while ended < 2 and time.monotonic() < deadline and not stop.count:
-        state = _job_state(job)
-        if state in _LIVE:
-            return True
-        ended = ended + 1 if state is not None else 0
-        if ended < 2:
-            stop.sleep(2.0)
-    return False
-
-
-def _job_ended(job: str) -> bool:
-    """Let go by Slurm (ended, or no longer listed); not when slurmctld did not answer: the
-    caller asks again, within its own bound."""
+def _let_go(job: str, stop) -> bool | None:
+    """True: Slurm has let the job go (ended, or no longer listed), seen by two looks two
+    seconds apart (a requeue passes through states a single look can miss); False: Slurm still
+    holds it; None: slurmctld did not answer."""
     state = _job_state(job)
-    return state is not None and state not in _LIVE
+    if state is None or state in _LIVE:
+        return None if state is None else False
+    stop.sleep(2.0)
+    state = _job_state(job)
+    return None if state is None else state not in _LIVE
+
+
+def _in_queue(job: str, stop) -> bool:
+    """Still held by Slurm (pending, running, requeued...) once sbatch --wait has returned; a
+    slurmctld that does not answer is asked again, for SLURM_S at most."""
+    deadline = time.monotonic() + SLURM_S
+    while True:
+        gone = _let_go(job, stop)
+        if gone is not None or stop.count or time.monotonic() >= deadline:
+            return gone is False
+        stop.sleep(2.0)
+
+
+def _job_ended(job: str, stop) -> bool:
+    """Let go by Slurm; not when slurmctld did not answer: the caller asks again, within its
+    own bound."""
+    return _let_go(job, stop) is True
 
 
 def _wait_for_end(job: str, seconds: float, stop, seen: int, follow) -> bool:
@@ -459,12 +466,12 @@ def _wait_for_end(job: str, seconds: float, stop, seen: int, follow) -> bool:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         follow()
-        if _job_ended(job):
+        if _job_ended(job, stop):
             return True
         if stop.count > seen:
             return False
         stop.sleep(0.5)
-    return _job_ended(job)
+    return _job_ended(job, stop)
 
 
 def _cancel(job: str, stop, follow) -> None:
