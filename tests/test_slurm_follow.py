@@ -1,7 +1,11 @@
-"""How `slurm --wait` decides that a job has ended once sbatch --wait returned: squeue's answers
-scripted by a stand-in on the PATH (the real cluster's requeue test exercises the same path)."""
+"""How `slurm --wait` decides that a job has ended (Slurm's answer, not sbatch --wait's return):
+squeue's answers scripted by a stand-in on the PATH (the real cluster's requeue test exercises
+the same path)."""
 import os
 import stat
+import subprocess
+import sys
+import time
 
 import pytest
 
@@ -37,6 +41,14 @@ def squeue(tmp_path, monkeypatch):
     return answers
 
 
+def _watch(done=True):
+    """A watch on job 7 whose sbatch --wait has returned (done) or still waits."""
+    proc = subprocess.Popen([sys.executable, "-c", "" if done else "import time; time.sleep(60)"])
+    if done:
+        proc.wait()
+    return slurm._Watch("7", proc, Never(), time.monotonic())
+
+
 @pytest.mark.parametrize("answers", [
     ["0|REQUEUED|"],                                    # still Slurm's
     ["1||slurm_load_jobs error: Socket timed out", "0|PENDING|"],   # a busy slurmctld, then pending
@@ -45,7 +57,8 @@ def squeue(tmp_path, monkeypatch):
 ])
 def test_a_job_slurm_still_holds_is_followed(squeue, answers):
     squeue(*answers)
-    assert slurm._in_queue("7", Never()) is True
+    watch = _watch()
+    assert [watch.ended(), watch.ended()] == [False, False]   # the second within LOOK_S: not asked
 
 
 @pytest.mark.parametrize("answers", [
@@ -55,13 +68,41 @@ def test_a_job_slurm_still_holds_is_followed(squeue, answers):
 ])
 def test_a_job_that_ended_twice_over_is_let_go(squeue, answers):
     squeue(*answers)
-    assert slurm._in_queue("7", Never()) is False
+    assert _watch(done=False).ended() is True    # whether or not sbatch --wait has returned
+
+
+def test_the_states_seen_are_kept_in_order(squeue, monkeypatch):
+    monkeypatch.setattr(slurm, "LOOK_S", 0)
+    squeue("0|PENDING|", "0|RUNNING|", "0|RUNNING|", "0|REQUEUED|", "0|PENDING|", "0|RUNNING|", "0|COMPLETED|",
+           "0|COMPLETED|")
+    watch = _watch()
+    assert [watch.ended() for _ in range(7)] == [False] * 6 + [True]
+    assert watch.states == ["PENDING", "RUNNING", "REQUEUED", "PENDING", "RUNNING", "COMPLETED"]
 
 
 def test_a_silent_slurmctld_is_asked_for_a_bounded_time(squeue, monkeypatch):
     squeue("1||slurm_load_jobs error: Unable to contact slurm controller")
     monkeypatch.setattr(slurm, "SLURM_S", 0.5)
-    assert slurm._in_queue("7", Never()) is False
+    monkeypatch.setattr(slurm, "LOOK_S", 0)
+    waiting, done = _watch(done=False), _watch()
+    deadline = time.monotonic() + 2
+    while time.monotonic() < deadline:
+        assert waiting.ended() is False       # sbatch --wait still waits: its return is awaited
+        if done.ended():
+            break
+    else:
+        pytest.fail("a silent slurmctld was asked for longer than SLURM_S after sbatch returned")
+    waiting.proc.kill()
+
+
+@pytest.mark.parametrize("line, code", [("ExitCode=0:0", 0), ("ExitCode=3:0", 3), ("ExitCode=0:9", 137),
+                                        ("", 5)])
+def test_the_exit_code_is_slurms_and_sbatchs_when_slurm_has_none(tmp_path, monkeypatch, line, code):
+    exe = tmp_path / "scontrol"
+    exe.write_text(f"#!/bin/sh\necho 'JobId=7 JobState=COMPLETED {line} RunTime=00:01:00'\n")
+    exe.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    assert slurm._exit_code("7", 5) == code
 
 
 def test_the_wait_after_a_cancel_takes_the_same_two_looks(squeue):

@@ -338,9 +338,11 @@ def _submit_and_wait(o: SlurmOptions, script: Path, run_dir: Path, run_id: str) 
                     err.print(line, markup=False, highlight=False, soft_wrap=True)
                 del tail[:-30]
             return bool(chunk)
-        # sbatch --wait may return when a start ends in a requeue (slurm --train at its time
-        # limit): the job is followed until Slurm no longer lists it
-        while not stop.count and (proc.poll() is None or _in_queue(job, stop)):
+        # Slurm's own answer decides the end, not sbatch --wait: sbatch may return when a start
+        # ends in a requeue (slurm --train at its time limit), and it polls at 2, 8, then 32 s,
+        # so a one-minute job would wait up to half a minute more
+        watch = _Watch(job, proc, stop, started)
+        while not stop.count and not watch.ended():
             follow()
             stop.sleep(1.0)
         if stop.count:
@@ -351,15 +353,19 @@ def _submit_and_wait(o: SlurmOptions, script: Path, run_dir: Path, run_id: str) 
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+        elif proc.poll() is None:
+            proc.kill()                 # a waiter only: the job has ended
+            proc.wait()
         for _ in range(64):      # the rest of the log, a bounded piece at a time
             if not follow():
                 break
-        code = proc.returncode if ended == "exited" else 130
+        code = (_exit_code(job, proc.returncode) if ended == "exited" else 130)
         outcome = Outcome(code, ended, time.monotonic() - started)
         if o.each_node:
             return _each_node_outcome(o, run_dir, run_id, job, outcome, tail, script)
         data = finalize(run_dir, plan=_host_plan(o, run_id), outcome=outcome,
-                        command=f"sbatch {script}", log_tail=tail, host_extra={"slurm_job": job},
+                        command=f"sbatch {script}", log_tail=tail,
+                        host_extra={"slurm_job": job, "slurm_states": watch.states},
                         amend=lambda d: lost_nodes.amend(job, log, d))
     show_outcome(run_dir, data)
     return code if code else (0 if data.get("status") == "ok" else 1)
@@ -402,6 +408,7 @@ def _each_node_outcome(o: SlurmOptions, run_dir: Path, run_id: str, job: str, ou
 
 FOLLOW_BYTES = 1 << 20   # the most of the job's log shown per poll (a second)
 SLURM_S = 60          # seconds sbatch, squeue or scancel may take before slurmctld counts as wedged
+LOOK_S, LOOK_LATE_S = 2.0, 15.0   # how often squeue is asked whether a job has ended
 CANCEL_GRACE = 30.0   # seconds the job has after SIGINT to write its partial result
 
 
@@ -432,27 +439,57 @@ def _job_state(job: str) -> str | None:
     return states[0] if states else ""
 
 
-def _let_go(job: str, stop) -> bool | None:
+def _let_go(job: str, stop, seen=lambda state: state) -> bool | None:
     """True: Slurm has let the job go (ended, or no longer listed), seen by two looks two
     seconds apart (a requeue passes through states a single look can miss); False: Slurm still
     holds it; None: slurmctld did not answer."""
-    state = _job_state(job)
+    state = seen(_job_state(job))
     if state is None or state in _LIVE:
         return None if state is None else False
     stop.sleep(2.0)
-    state = _job_state(job)
+    state = seen(_job_state(job))
     return None if state is None else state not in _LIVE
 
 
-def _in_queue(job: str, stop) -> bool:
-    """Still held by Slurm (pending, running, requeued...) once sbatch --wait has returned; a
-    slurmctld that does not answer is asked again, for SLURM_S at most."""
-    deadline = time.monotonic() + SLURM_S
-    while True:
-        gone = _let_go(job, stop)
-        if gone is not None or stop.count or time.monotonic() >= deadline:
-            return gone is False
-        stop.sleep(2.0)
+class _Watch:
+    """Whether Slurm has let a submitted job go, asked every LOOK_S (every LOOK_LATE_S after the
+    first five minutes: a day-long job asks squeue a few thousand times, not 86,400); the states
+    seen, in order, go into the result. A slurmctld that does not answer is asked again; once
+    sbatch --wait has returned too, for SLURM_S at most."""
+
+    def __init__(self, job: str, proc: subprocess.Popen, stop, started: float):
+        self.job, self.proc, self.stop, self.started = job, proc, stop, started
+        self.states: list[str] = []
+        self._next = 0.0
+        self._silent: float | None = None
+
+    def _seen(self, state: str | None) -> str | None:
+        if state and (not self.states or self.states[-1] != state):
+            self.states.append(state)
+        return state
+
+    def ended(self) -> bool:
+        now = time.monotonic()
+        if now < self._next:
+            return False
+        self._next = now + (LOOK_S if now - self.started < 300 else LOOK_LATE_S)
+        gone = _let_go(self.job, self.stop, self._seen)
+        if gone is not None:
+            self._silent = None
+            return gone
+        if self._silent is None:
+            self._silent = now
+        return self.proc.poll() is not None and now - self._silent >= SLURM_S
+
+
+def _exit_code(job: str, fallback: int | None) -> int:
+    """The job's exit code as Slurm recorded it (ExitCode=code:signal); sbatch --wait's when
+    Slurm no longer has the job."""
+    fields = dict(lost_nodes.FIELD.findall(lost_nodes.scontrol("show", "job", "-o", job)))
+    code, _, sig = fields.get("ExitCode", "").partition(":")
+    if code.isdigit() and sig.isdigit():
+        return 128 + int(sig) if int(sig) else int(code)
+    return fallback if fallback is not None else 1
 
 
 def _job_ended(job: str, stop) -> bool:
