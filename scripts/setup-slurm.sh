@@ -62,6 +62,9 @@ want=$(cat <<EOF
 ClusterName=dnnbench
 SlurmctldHost=$ctld
 AuthType=auth/munge
+# A requeued job waits this long before it starts again (120 s by default): sooner, its node
+# may still hold the killed start's credential as revoked and fail it ("Job credential revoked")
+AuthInfo=cred_expire=10
 SlurmUser=root
 SlurmdUser=root
 StateSaveLocation=/var/spool/slurmctld
@@ -79,6 +82,7 @@ ReturnToService=2
 SlurmdTimeout=30
 KillWait=10
 SchedulerType=sched/backfill
+SchedulerParameters=bf_interval=5   # a requeued job starts within seconds of its hold
 JobAcctGatherType=jobacct_gather/none
 $node_lines
 PartitionName=debug Nodes=$list Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES

@@ -348,13 +348,8 @@ def _submit_and_wait(o: SlurmOptions, script: Path, run_dir: Path, run_id: str) 
         if stop.count:
             ended = "interrupted"
             _cancel(job, stop, follow)
-            try:
-                proc.wait(timeout=30)   # sbatch --wait notices the end at its next poll
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        elif proc.poll() is None:
-            proc.kill()                 # a waiter only: the job has ended
+        if proc.poll() is None:
+            proc.kill()                 # a waiter only: Slurm has let the job go (or was told to)
             proc.wait()
         for _ in range(64):      # the rest of the log, a bounded piece at a time
             if not follow():
