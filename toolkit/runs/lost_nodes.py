@@ -18,10 +18,10 @@ from dnnbench.errors import DnnbenchError
 SLURM_S = 30
 _NODE_FAILURE = re.compile(r"Node failure on (\S+)")
 _PEER = re.compile(r"(?:peer|remote=) ?\[?(\d+\.\d+\.\d+\.\d+)\]?")   # gloo: "closed by peer [A]", "remote=[A]"
-FIELD = re.compile(r"(\w+)=(\S*)")
+_FIELD = re.compile(r"(\w+)=(\S*)")
 
 
-def scontrol(*args: str) -> str:
+def _scontrol(*args: str) -> str:
     try:
         res = external.call(["scontrol", *args], what="scontrol", timeout=SLURM_S)
     except DnnbenchError:
@@ -29,14 +29,19 @@ def scontrol(*args: str) -> str:
     return res.stdout if res.returncode == 0 else ""
 
 
+def job_fields(job: str) -> dict[str, str]:
+    """The job's Slurm fields (NodeList, ExitCode...); empty when Slurm has none for it."""
+    return dict(_FIELD.findall(_scontrol("show", "job", "-o", job)))
+
+
 def nodes_of(job: str) -> dict[str, dict[str, str]]:
     """Each node of the job: its Slurm fields (NodeAddr, State, Reason...)."""
-    fields = dict(FIELD.findall(scontrol("show", "job", "-o", job)))
-    names = scontrol("show", "hostnames", fields["NodeList"]).split() if fields.get("NodeList") else []
+    fields = job_fields(job)
+    names = _scontrol("show", "hostnames", fields["NodeList"]).split() if fields.get("NodeList") else []
     nodes = {}
     for name in names:
-        text = scontrol("show", "node", "-o", name)
-        nodes[name] = dict(FIELD.findall(text.split(" Reason=")[0]))
+        text = _scontrol("show", "node", "-o", name)
+        nodes[name] = dict(_FIELD.findall(text.split(" Reason=")[0]))
         if " Reason=" in text:   # the reason has spaces: up to its [user@time] stamp
             nodes[name]["Reason"] = text.split(" Reason=", 1)[1].split(" [", 1)[0].strip()
     return nodes

@@ -354,7 +354,7 @@ def _submit_and_wait(o: SlurmOptions, script: Path, run_dir: Path, run_id: str) 
         for _ in range(64):      # the rest of the log, a bounded piece at a time
             if not follow():
                 break
-        code = (_exit_code(job, proc.returncode) if ended == "exited" else 130)
+        code = _exit_code(job, proc.returncode) if ended == "exited" else 130
         outcome = Outcome(code, ended, time.monotonic() - started)
         if o.each_node:
             return _each_node_outcome(o, run_dir, run_id, job, outcome, tail, script)
@@ -480,8 +480,7 @@ class _Watch:
 def _exit_code(job: str, fallback: int | None) -> int:
     """The job's exit code as Slurm recorded it (ExitCode=code:signal); sbatch --wait's when
     Slurm no longer has the job."""
-    fields = dict(lost_nodes.FIELD.findall(lost_nodes.scontrol("show", "job", "-o", job)))
-    code, _, sig = fields.get("ExitCode", "").partition(":")
+    code, _, sig = lost_nodes.job_fields(job).get("ExitCode", "").partition(":")
     if code.isdigit() and sig.isdigit():
         return 128 + int(sig) if int(sig) else int(code)
     return fallback if fallback is not None else 1
