@@ -2,7 +2,7 @@
 (apt, pip) must come from the cache. Builds on a local base with one apt dependency, so the
 cached layer is a real one.
 
-Usage: python benchmarks/rebuild.py [--base local:dnnbench-testbase:bookworm-torch2.14.1]
+Usage: python benchmarks/rebuild.py [--base local:IMAGE]   (default: the test base, scripts/test-base.tag)
        [--apt less]
 """
 import argparse
@@ -27,7 +27,8 @@ def timed_build(base, tag, log_dir, no_cache):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--base", default="local:dnnbench-testbase:bookworm-torch2.14.1")
+    tag = (Path(__file__).resolve().parent.parent / "scripts" / "test-base.tag").read_text().strip()
+    p.add_argument("--base", default="local:" + tag)
     p.add_argument("--apt", default="less", help="a package for the dependency layer (Debian's mirror over http)")
     a = p.parse_args()
     base = replace(catalog.resolve(a.base)[0], apt=(a.apt,))

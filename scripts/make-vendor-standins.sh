@@ -8,7 +8,7 @@
 #   rocm: no ENTRYPOINT, PyTorch's Python in a conda-style environment /opt/conda/envs/py_3.10.
 # Cached: an image whose recipe label matches this script's recipe is kept.
 set -euo pipefail
-BASE=${DNNBENCH_TEST_BASE:-dnnbench-testbase:bookworm-torch2.14.1}
+BASE=${DNNBENCH_TEST_BASE:-$(cat "$(dirname "$0")/test-base.tag")}
 NGC_TAG=${DNNBENCH_STANDIN_NGC:-nvcr.io/nvidia/pytorch:24.10-py3}
 ROCM_TAG=${DNNBENCH_STANDIN_ROCM:-rocm/pytorch:rocm6.0.2_ubuntu22.04_py3.10_pytorch_2.1.2}
 NGC_CONSTRAINED=12.570.86   # nvidia-ml-py pinned by the stand-in's constraint file

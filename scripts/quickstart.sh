@@ -11,7 +11,7 @@ if [ "$(id -u)" != 0 ]; then
 fi
 bash scripts/dev-setup.sh
 export PATH="$PWD/.venv/bin:$PATH"
-BASE=local:${DNNBENCH_TEST_BASE:-dnnbench-testbase:bookworm-torch2.14.1}
+BASE=local:${DNNBENCH_TEST_BASE:-$(cat scripts/test-base.tag)}
 DATA=${DNNBENCH_DEMO_DATA:-/var/tmp/dnnbench-fake-imagenet}
 set -x
 dnnbench build --base "$BASE"

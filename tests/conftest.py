@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import ROOT, dnnbench
+from tests.helpers import CA, ROOT, dnnbench
 
-TEST_BASE = os.environ.get("DNNBENCH_TEST_BASE", "dnnbench-testbase:bookworm-torch2.14.1")
+TEST_BASE = os.environ.get("DNNBENCH_TEST_BASE") or (ROOT / "scripts" / "test-base.tag").read_text().strip()
 
 
 # The tests' Slurm: nodes in network and UTS namespaces of this machine (scripts/setup-slurm.sh).
@@ -52,21 +52,44 @@ def built_image(test_base, tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def built_sif(built_image, tmp_path_factory):
-    """The .sif converted from the built image (lz4: 4x faster to make than gzip), cached per
-    image id in /var/tmp so local reruns skip the conversion when the code did not change."""
+def standins(test_base):
+    """Local stand-ins for the NGC and ROCm images (scripts/make-vendor-standins.sh), tagged
+    with the vendors' own names, so the catalog's bases resolve to them without a registry."""
+    from dnnbench.containers import catalog
+    subprocess.run(["bash", str(ROOT / "scripts" / "make-vendor-standins.sh")], check=True,
+                   env={**os.environ, "DNNBENCH_TEST_BASE": test_base})
+    return {"ngc": catalog.resolve("ngc-24.10")[0].image, "rocm": catalog.resolve("rocm-6.0.2")[0].image}
+
+
+@pytest.fixture(scope="session")
+def built_sif(standins, tmp_path_factory):
+    """The one .sif of the tests: built by the rendered definition from the NGC stand-in, as a
+    user builds from NGC (NVIDIA's entrypoint chain, the pip constraint file; %files brings the
+    proxy's CA, %post's pip trusts it and removes it). lz4: 4x faster to make than gzip. Cached
+    in /var/tmp per recipe, container-side code and base image, so reruns skip the build."""
+    import hashlib
+    from dataclasses import replace
+
+    import dnnbench.workloads as workloads
+    from dnnbench.containers import catalog, recipes
+    from dnnbench.containers.build import build_ca, image_config, singularity_build, with_image_facts
     if shutil.which("apptainer") is None and shutil.which("singularity") is None:
         pytest.fail("Apptainer is not installed: run `sudo bash scripts/setup-engines.sh`")
-    image_id = subprocess.run(["docker", "image", "inspect", "-f", "{{.Id}}", built_image],
-                              capture_output=True, text=True, check=True).stdout.strip().split(":")[-1][:16]
+    # the stand-in is a local image: Apptainer bootstraps from the docker daemon, not from nvcr.io
+    base = replace(catalog.resolve("ngc-24.10")[0], bootstrap="docker-daemon")
+    recipe = recipes.render(with_image_facts(base, image_config(base.image)), "singularity",
+                            ca_sha256=build_ca(CA).sha256)
+    code = hashlib.sha256(b"".join(p.read_bytes() for p in sorted(Path(workloads.__file__).parent.rglob("*.py"))))
+    base_id = subprocess.run(["docker", "image", "inspect", "-f", "{{.Id}}", base.image],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    key = hashlib.sha256((recipe.sha256 + code.hexdigest() + base_id).encode()).hexdigest()[:16]
     cache = Path(os.environ.get("DNNBENCH_TEST_SIF_CACHE", "/var/tmp/dnnbench-test-sif"))
-    sif = cache / f"{image_id}.sif"
+    sif = cache / f"ngc-{key}.sif"
     if not sif.exists():
-        for old in cache.glob("*.sif"):
+        for old in cache.rglob("*.sif"):   # earlier keys (and the older layout's vendor/ folder)
             old.unlink()
-        dnnbench("build", "--base", f"local:{TEST_BASE}", "--format", "singularity", "--output", sif,
-                 "--compression", "lz4", "--log-dir", tmp_path_factory.mktemp("sif-logs"), check=0, timeout=1800)
-    assert sif.exists()
+        singularity_build(base, output=sif, from_docker=False, tag=None, no_cache=False, build_args={},
+                          log_dir=tmp_path_factory.mktemp("sif-logs"), compression="lz4", ca_cert=CA)
     return sif
 
 

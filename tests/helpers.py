@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+# the CA of this machine's TLS-inspecting proxy: image builds give it to pip (--ca-cert)
+CA = Path(os.environ.get("DNNBENCH_TEST_CA", "/etc/ssl/certs/ca-certificates.crt"))
 
 
 def dnnbench(*args, cwd=None, env=None, timeout=600, check=None):

@@ -1,4 +1,4 @@
-"""Against real Apptainer: the .sif built from the docker image imports dnnbench and runs a workload."""
+"""Against real Apptainer: the tests' .sif (built from the NGC stand-in) imports dnnbench and runs a workload."""
 import json
 import subprocess
 

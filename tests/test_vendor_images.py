@@ -6,18 +6,15 @@ import hashlib
 import json
 import os
 import subprocess
-from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
 from dnnbench.containers import build as build_mod
 from dnnbench.containers import catalog, recipes
 from dnnbench.runs import plan as plan_mod
-from tests.helpers import ROOT, dnnbench, one_line_error
+from tests.helpers import CA, dnnbench, one_line_error
 
 pytestmark = pytest.mark.engine
-CA = Path(os.environ.get("DNNBENCH_TEST_CA", "/etc/ssl/certs/ca-certificates.crt"))
 MARKER = "== NGC stand-in entrypoint: checks done =="
 CONSTRAINED = "12.570.86"          # the stand-in's /etc/pip/constraint.txt pin of nvidia-ml-py
 TINY = ["--batch-size", "4", "--number", "2", "--repeat", "2", "--warmup", "1"]
@@ -26,13 +23,6 @@ TINY = ["--batch-size", "4", "--number", "2", "--repeat", "2", "--warmup", "1"]
 def _tag(kind):
     # DNNBENCH_TEST_IMAGE_TAG keeps checkouts that share one docker daemon apart
     return (os.environ.get("DNNBENCH_TEST_IMAGE_TAG") or "dnnbench-test:local") + f"-{kind}"
-
-
-@pytest.fixture(scope="session")
-def standins(test_base):
-    subprocess.run(["bash", str(ROOT / "scripts" / "make-vendor-standins.sh")], check=True,
-                   env={**os.environ, "DNNBENCH_TEST_BASE": test_base})
-    return {"ngc": catalog.resolve("ngc-24.10")[0].image, "rocm": catalog.resolve("rocm-6.0.2")[0].image}
 
 
 def _build_on_standin(family: str, base: str, tmp_path_factory) -> str:
@@ -124,25 +114,9 @@ def test_ngc_dry_run_shows_the_chain(tmp_path):
 
 
 @pytest.fixture(scope="session")
-def ngc_sif(standins, tmp_path_factory):
-    """A .sif built from the NGC stand-in by the rendered definition, with the CA: %files brings
-    it, %post's pip trusts it and removes it. Cached per recipe and container-side code."""
-    from dnnbench.containers.build import build_ca, image_config, singularity_build, with_image_facts
-    import dnnbench.workloads as workloads
-    # the stand-in is a local image: Apptainer bootstraps from the docker daemon, not from nvcr.io
-    base = replace(catalog.resolve("ngc-24.10")[0], bootstrap="docker-daemon")
-    recipe = recipes.render(with_image_facts(base, image_config(base.image)), "singularity",
-                            ca_sha256=build_ca(CA).sha256)
-    code = hashlib.sha256(b"".join(p.read_bytes() for p in sorted(Path(workloads.__file__).parent.rglob("*.py"))))
-    key = hashlib.sha256((recipe.sha256 + code.hexdigest() + _inspect(base.image)["Id"]).encode()).hexdigest()[:16]
-    cache = Path(os.environ.get("DNNBENCH_TEST_SIF_CACHE", "/var/tmp/dnnbench-test-sif")) / "vendor"
-    sif = cache / f"ngc-{key}.sif"
-    if not sif.exists():
-        for old in cache.glob("ngc-*.sif"):
-            old.unlink()
-        singularity_build(base, output=sif, from_docker=False, tag=None, no_cache=False, build_args={},
-                          log_dir=tmp_path_factory.mktemp("sif-logs"), compression="lz4", ca_cert=CA)
-    return sif
+def ngc_sif(built_sif):
+    """The tests' one .sif is the NGC stand-in's (tests/conftest.py)."""
+    return built_sif
 
 
 def test_ngc_sif_holds_the_constrained_package_and_no_ca(ngc_sif):

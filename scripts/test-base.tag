@@ -1,0 +1,1 @@
+dnnbench-testbase:bookworm-torch2.14.1-cpu
