@@ -8,8 +8,10 @@ import sys
 import time
 
 import pytest
+from hypothesis import given, strategies as st
 
-from dnnbench.runs import slurm
+from dnnbench.runs import launch, slurm
+from dnnbench.runs.supervise import Outcome
 
 # each line: "rc|stdout|stderr", one per squeue call; the last repeats
 SQUEUE = """#!/bin/sh
@@ -103,6 +105,19 @@ def test_the_exit_code_is_slurms_and_sbatchs_when_slurm_has_none(tmp_path, monke
     exe.chmod(0o755)
     monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
     assert slurm._exit_code("7", 5) == code
+
+
+@given(raw=st.integers(0, 255), status=st.sampled_from(["ok", "error", "nan", "oom", "interrupted"]),
+       ended=st.sampled_from(["exited", "interrupted", "timeout"]))
+def test_the_command_exits_with_a_documented_code_whatever_slurm_recorded(raw, status, ended):
+    """Slurm's ExitCode becomes 128 + signal for a killed job (143 when it cancels a job for a
+    node failure): `slurm --wait`, like `run`, exits with a documented code, and a run that
+    did not end ok never exits 0."""
+    code = launch.documented_exit(Outcome(raw, ended, 1.0), status)
+    assert code in launch.DOCUMENTED_EXITS
+    assert (code == 0) == (raw == 0 and status == "ok" and ended == "exited")
+    if ended == "exited" and raw in (128 + 9, 128 + 15, 247, 255):
+        assert code == 1
 
 
 def test_the_wait_after_a_cancel_takes_the_same_two_looks(squeue):

@@ -184,10 +184,13 @@ def test_train_cli_interrupted_then_resumed(tmp_path, digits):
 
 @pytest.mark.engine
 def test_train_in_the_docker_image(built_image, tmp_path, digits):
+    """The same training in the image: a low target (about two epochs), since what is checked
+    here is the container's side of it; reaching 90 % is the host test's (ten epochs, which
+    took 8 min beside two CPU hogs)."""
     res = dnnbench("train", "resnet18", "--data", digits, "--image", built_image, "--results", tmp_path,
-                   "--run-id", "d", *FAST, "--epochs", "30", "--target-accuracy", "90")
+                   "--run-id", "d", *FAST, "--epochs", "30", "--target-accuracy", "50")
     assert res.returncode == 0, res.stderr[-3000:]
     data = json.loads((tmp_path / "d" / "result.json").read_text())
     t = data["training"]
-    assert t["reached"] and t["best"] >= 90 and t["time_to_target_s"] > 0 and data["host"]["runtime"] == "docker"
+    assert t["reached"] and t["best"] >= 50 and t["time_to_target_s"] > 0 and data["host"]["runtime"] == "docker"
     assert list((tmp_path / "d").glob("checkpoint-*.pt"))

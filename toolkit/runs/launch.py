@@ -10,6 +10,7 @@ import difflib
 import math
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dnnbench import names
 from dnnbench.runs import gpus as gpus_mod
@@ -20,6 +21,9 @@ from dnnbench.workloads.options import AMP, BY_NAME, HOST_OPTIONS
 from dnnbench.console import err, info, out, warn
 from dnnbench.errors import DnnbenchError
 from dnnbench.workloads import fileio
+
+if TYPE_CHECKING:
+    from dnnbench.runs.supervise import Outcome
 
 EXIT_TIMEOUT = 124
 # harness flags the host sets itself: after `--` they would point the run elsewhere
@@ -474,21 +478,28 @@ def _supervised(plan, job, command, owned, stop, quiet):
         from dnnbench.profilers import summarize
         data["profile"] = summarize(run_dir, data) or {"problems": [f"{plan.profile} left no output (see log.txt)"]}
     data = close(outcome, add_profile if plan.profile and outcome.started else None)
+    return data, documented_exit(outcome, data["status"])
+
+
+# what `dnnbench run` and `slurm --wait` exit with, and nothing else (README, "Exit codes")
+DOCUMENTED_EXITS = (0, 1, 2, 3, 4, 124, 130)
+
+
+def documented_exit(outcome: Outcome, status: str) -> int:
+    """The command's exit code for a run that ended so, with its result's status."""
     code = outcome.exit_code
     if outcome.ended == "timeout":
-        code = EXIT_TIMEOUT
-    elif outcome.ended == "interrupted":
-        code = 130
-    elif code == 0 and data["status"] != "ok":
-        code = 1
-    elif code not in DOCUMENTED_EXITS:
-        code = 1    # a killed workload (137, 247), an engine's own code (125, 255): a failed run; the
-        #             raw code stays in result.json (host.exit_code) and log.txt
-    return data, code
-
-
-# what `dnnbench run` exits with, and nothing else (README, "Exit codes")
-DOCUMENTED_EXITS = (0, 1, 2, 3, 4, 124, 130)
+        return EXIT_TIMEOUT
+    if outcome.ended == "interrupted":
+        return 130
+    if code == 0 and status != "ok":
+        return 1
+    if code not in DOCUMENTED_EXITS:
+        # a killed workload (137, 247), an engine's own code (125, 255), a Slurm job cancelled
+        # for a node failure (143): a failed run; the raw code stays in result.json
+        # (host.exit_code) and log.txt
+        return 1
+    return code
 
 
 def _append(path: Path, text: str) -> None:

@@ -363,7 +363,7 @@ def _submit_and_wait(o: SlurmOptions, script: Path, run_dir: Path, run_id: str) 
                         host_extra={"slurm_job": job, "slurm_states": watch.states},
                         amend=lambda d: lost_nodes.amend(job, log, d))
     show_outcome(run_dir, data)
-    return code if code else (0 if data.get("status") == "ok" else 1)
+    return run_mod.documented_exit(outcome, data.get("status", "error"))
 
 
 def _host_plan(o: SlurmOptions, run_id: str) -> dict:
