@@ -13,8 +13,9 @@ from tests.helpers import CA, ROOT, dnnbench
 
 # Every process the tests start on this machine (host-runtime runs, Slurm steps) waits for
 # OpenMP work passively: libgomp's default spin-wait made a CPU training step 4-40x slower beside
-# two CPU hogs on 2 cores (resnet18 at 32 px: 65 ms quiet, 250-3100 ms busy; passive: 120 ms
-# busy, at some cost quiet), and CI must hold on a busy machine.
+# two CPU hogs on 2 cores (benchmarks/omp_wait.py, resnet18 at 32 px: 66 ms quiet, a median of
+# 288 ms and up to 3048 ms busy; passive: 150 ms busy, 97 ms quiet), and CI must hold on a busy
+# machine.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 TEST_BASE = os.environ.get("DNNBENCH_TEST_BASE") or (ROOT / "scripts" / "test-base.tag").read_text().strip()
