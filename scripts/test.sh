@@ -26,7 +26,40 @@ phase() {   # phase NAME COMMAND...: run it, remember a failure, go on
 
 phase "lint (ruff)" .venv/bin/ruff check .
 phase "types (mypy, the host side)" bash scripts/typecheck.sh
-phase "tests" .venv/bin/python -m pytest -q -p no:cacheprovider --durations=40   # the slowest, to watch CI time
+# The tests in four streams at once, each one test at a time, selected by the marks that
+# tests/conftest.py sets. The Slurm and engine streams mostly wait on a job or a daemon, so the
+# training and the short tests run beside them; on a busy machine four streams also get a fairer
+# share of the cores. Each stream has its own folder (--basetemp); the base, images and .sif they
+# share are made once, under a lock. Each stream's output is printed whole once all have ended.
+STREAMS=("slurm:slurm_cluster" "engine:engine and not slurm_cluster"
+         "training:training and not engine and not slurm_cluster"
+         "short:not training and not engine and not slurm_cluster")
+streams() {
+    local dir pids=() starts=() entry name i=0
+    dir=$(mktemp -d /tmp/dnnbench-tests.XXXXXX)
+    for entry in "${STREAMS[@]}"; do
+        name=${entry%%:*}
+        .venv/bin/python -m pytest -q -p no:cacheprovider --basetemp="$dir/$name" -m "${entry#*:}" \
+            --durations=15 >"$dir/$name.log" 2>&1 &   # the slowest, to watch CI time
+        pids+=("$!"); starts+=("$SECONDS")
+    done
+    trap 'kill "${pids[@]}" 2>/dev/null; exit 130' INT TERM
+    for entry in "${STREAMS[@]}"; do
+        name=${entry%%:*}
+        echo "== tests, $name stream (-m '${entry#*:}')"
+        if wait "${pids[$i]}"; then
+            echo "== tests, $name stream: passed"
+        else
+            failed+=("tests, $name stream (exit $?)"); echo "== tests, $name stream: FAILED"
+        fi
+        cat "$dir/$name.log"
+        i=$((i + 1))
+    done
+    echo "== tests: all streams ended after $((SECONDS - starts[0])) s"
+    trap - INT TERM
+    rm -rf "$dir"
+}
+streams
 
 if [ "${DNNBENCH_TEST_BUSY:-0}" = 1 ]; then
 hogs=()

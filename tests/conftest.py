@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import CA, ROOT, dnnbench
+from tests.helpers import CA, ROOT, dnnbench, one_builder
 
 # Every process the tests start on this machine (host-runtime runs, Slurm steps) waits for
 # OpenMP work passively: libgomp's default spin-wait made a CPU training step 4-40x slower beside
@@ -43,7 +43,8 @@ def docker_engine():
 @pytest.fixture(scope="session")
 def test_base(docker_engine):
     """The locally made base (debootstrap + torch from the local index), cached across runs."""
-    subprocess.run(["bash", str(ROOT / "scripts" / "make-test-base.sh")], check=True)
+    with one_builder("base"):
+        subprocess.run(["bash", str(ROOT / "scripts" / "make-test-base.sh")], check=True)
     return TEST_BASE
 
 
@@ -53,7 +54,9 @@ def built_image(test_base, tmp_path_factory):
     logs = tmp_path_factory.mktemp("build-logs")
     # DNNBENCH_TEST_IMAGE_TAG keeps checkouts that share one docker daemon from testing each other's code
     tag = os.environ.get("DNNBENCH_TEST_IMAGE_TAG")
-    dnnbench("build", "--base", f"local:{test_base}", "--log-dir", logs, *(["--tag", tag] if tag else []), check=0)
+    with one_builder("image"):
+        dnnbench("build", "--base", f"local:{test_base}", "--log-dir", logs, *(["--tag", tag] if tag else []),
+                 check=0)
     from dnnbench.containers import catalog
     return tag or catalog.resolve(f"local:{test_base}")[0].tag
 
@@ -63,8 +66,9 @@ def standins(test_base):
     """Local stand-ins for the NGC and ROCm images (scripts/make-vendor-standins.sh), tagged
     with the vendors' own names, so the catalog's bases resolve to them without a registry."""
     from dnnbench.containers import catalog
-    subprocess.run(["bash", str(ROOT / "scripts" / "make-vendor-standins.sh")], check=True,
-                   env={**os.environ, "DNNBENCH_TEST_BASE": test_base})
+    with one_builder("standins"):
+        subprocess.run(["bash", str(ROOT / "scripts" / "make-vendor-standins.sh")], check=True,
+                       env={**os.environ, "DNNBENCH_TEST_BASE": test_base})
     return {"ngc": catalog.resolve("ngc-24.10")[0].image, "rocm": catalog.resolve("rocm-6.0.2")[0].image}
 
 
@@ -92,11 +96,12 @@ def built_sif(standins, tmp_path_factory):
     key = hashlib.sha256((recipe.sha256 + code.hexdigest() + base_id).encode()).hexdigest()[:16]
     cache = Path(os.environ.get("DNNBENCH_TEST_SIF_CACHE", "/var/tmp/dnnbench-test-sif"))
     sif = cache / f"ngc-{key}.sif"
-    if not sif.exists():
-        for old in cache.rglob("*.sif"):   # earlier keys (and the older layout's vendor/ folder)
-            old.unlink()
-        singularity_build(base, output=sif, from_docker=False, tag=None, no_cache=False, build_args={},
-                          log_dir=tmp_path_factory.mktemp("sif-logs"), compression="lz4", ca_cert=CA)
+    with one_builder("sif"):
+        if not sif.exists():
+            for old in cache.rglob("*.sif"):   # earlier keys (and the older layout's vendor/ folder)
+                old.unlink()
+            singularity_build(base, output=sif, from_docker=False, tag=None, no_cache=False, build_args={},
+                              log_dir=tmp_path_factory.mktemp("sif-logs"), compression="lz4", ca_cert=CA)
     return sif
 
 
@@ -110,6 +115,27 @@ def fake_imagenet(tmp_path_factory):
 def pytest_configure(config):
     config.addinivalue_line("markers", "signals: waits on a signal, a line or a timeout; scripts/test.sh runs these "
                                        "a second time beside a CPU hog")
+    config.addinivalue_line("markers", "slurm_cluster: runs on the namespace Slurm cluster (set by its fixture)")
+    config.addinivalue_line("markers", "training: trains models on the CPU for seconds to minutes")
+
+
+# modules whose tests train models on the CPU for seconds to minutes each
+_TRAINING = {"test_harness", "test_train", "test_bisect", "test_loaders", "test_script_instrument"}
+
+
+@pytest.hookimpl(tryfirst=True)   # before -m selects by these marks
+def pytest_collection_modifyitems(config, items):
+    """The marks scripts/test.sh's streams select by: `slurm_cluster` for the tests on the
+    cluster, `engine` for every test that uses an engine fixture, `training` for the modules
+    that train."""
+    for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if "slurm_cluster" in fixtures:
+            item.add_marker(pytest.mark.slurm_cluster)
+        if fixtures & {"docker_engine", "test_base", "built_image", "built_sif", "standins"}:
+            item.add_marker(pytest.mark.engine)
+        if item.module.__name__.rpartition(".")[2] in _TRAINING:
+            item.add_marker(pytest.mark.training)
 
 
 def _leftover_containers(folder: str) -> list[str]:

@@ -1,9 +1,11 @@
 """What tests share: the real command line as a subprocess, and the shape of a one-line error."""
 from __future__ import annotations
 
+import fcntl
 import os
 import subprocess
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -19,6 +21,15 @@ def dnnbench(*args, cwd=None, env=None, timeout=600, check=None):
     if check is not None:
         assert res.returncode == check, f"exit {res.returncode}\nstdout:\n{res.stdout}\nstderr:\n{res.stderr}"
     return res
+
+
+@contextmanager
+def one_builder(name):
+    """One test stream at a time (scripts/test.sh) makes a shared artifact (the base, an image,
+    the .sif); the others wait, then find it in the cache that every such fixture keeps."""
+    with open(f"/var/tmp/dnnbench-test-{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
 
 def one_line_error(res, *fragments):

@@ -149,3 +149,56 @@ def test_a_new_profiler_is_one_object_in_the_table(tmp_path, monkeypatch):
     from dnnbench.results import profile_tables
     profile_tables._show(tmp_path, {"workload": "w", "status": "ok", "windows": []}, 5, False)
     assert shown == [("fakeprof", {"lines": 2})]
+
+
+# Calls that open, read or write a file by path without the file layer (workloads/fileio.py:
+# no link followed, regular files only, no blocking, bounded reads, atomic writes).
+_FILE_CALLS = {"read_text", "write_text", "read_bytes", "write_bytes", "copy", "copy2", "copyfile", "copytree"}
+# Where going around it is right, and why: (module, a fragment of the line) -> reason
+_AROUND_THE_FILE_LAYER = {
+    ("workloads/fileio.py", ""): "the layer itself",
+    ("workloads/system.py", 'open("/proc/cpuinfo")'): "a kernel file, not a user's",
+    ("workloads/manifest.py", "open(path)"): "/sys cpufreq files, not a user's",
+    ("toolkit/containers/engines/process.py", 'open(f"/proc/{pid}/'): "a kernel file, not a user's",
+    ("toolkit/locks.py", "os.O_DIRECTORY | os.O_NOFOLLOW"): "a folder's descriptor, no link followed",
+    ("toolkit/containers/catalog.py", "item.read_text("): "the package's own images/*.yaml",
+    ("toolkit/containers/build.py", "shutil.copy2(dnnbench.__file__"): "the package's code into a fresh temp folder",
+    ("toolkit/containers/build.py", "shutil.copytree(Path(workloads.__file__)"): "the same",
+}
+
+
+def _calls_around_the_file_layer(path: Path) -> list[tuple[int, str]]:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    found = []
+    for node in ast.walk(ast.parse("\n".join(lines))):
+        if not isinstance(node, ast.Call):
+            continue
+        f = node.func
+        bare_open = isinstance(f, ast.Name) and f.id in ("open", "fdopen") or (
+            isinstance(f, ast.Attribute) and f.attr == "open" and isinstance(f.value, ast.Name)
+            and f.value.id in ("os", "io", "codecs"))
+        path_call = isinstance(f, ast.Attribute) and f.attr in _FILE_CALLS and not (
+            isinstance(f.value, ast.Name) and f.value.id == "fileio")
+        json_load = isinstance(f, ast.Attribute) and f.attr == "load" and isinstance(f.value, ast.Name) \
+            and f.value.id == "json"
+        if bare_open or path_call or json_load:
+            found.append((node.lineno, lines[node.lineno - 1].strip()))
+    return found
+
+
+def test_every_file_in_a_users_folder_goes_through_the_file_layer():
+    """By construction, not by case: a new bare open() or Path.write_text() on the host or
+    container side fails here unless it is listed above with its reason."""
+    stray = []
+    for path in modules().values():
+        rel = path.relative_to(ROOT).as_posix()
+        for lineno, line in _calls_around_the_file_layer(path):
+            if not any(rel == mod and fragment in line for mod, fragment in _AROUND_THE_FILE_LAYER):
+                stray.append(f"{rel}:{lineno}: {line}")
+    assert not stray, "around workloads/fileio.py:\n" + "\n".join(stray)
+
+
+def test_the_file_layer_check_finds_a_bare_open(tmp_path):
+    planted = tmp_path / "m.py"
+    planted.write_text('with open(p, "w") as fh:\n    fh.write(x)\nPath(p).write_text("")\nfileio.read_text(p)\n')
+    assert sorted(n for n, _ in _calls_around_the_file_layer(planted)) == [1, 3]

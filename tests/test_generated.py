@@ -24,7 +24,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.helpers import cli_inprocess
+from tests.helpers import cli_inprocess, dnnbench
 
 EXAMPLES = int(os.environ.get("DNNBENCH_HYPOTHESIS_EXAMPLES", "300"))   # x 4 tests: 1,200 cases per CI run
 CASE_SECONDS = 60
@@ -337,3 +337,116 @@ def test_image_commands_and_suites(sandbox_factory, data):
     code, out, err = check(box, argv)
     if kind == "reproduce" and code == 0:
         pytest.fail("reproduce of a planted file succeeded")
+
+
+# --- every name a command writes, planted first --------------------------------------------------
+# A command that writes into a folder it is given is run once into a clean folder to learn the
+# names it writes there; then, in a fresh sandbox, each of those names is planted first as a drawn
+# kind (a link out, a dangling link, a FIFO, a device, a folder, a file) and the command runs
+# again. The invariants are the same (no traceback, nothing through a link, nothing blocks), so a
+# new file a command writes is covered without a new row here.
+PLANTS = ("link-out", "dangling", "fifo", "devnull", "folder", "link-loop", "file", "empty")
+TINY_RUN = ["--runtime", "host", "--batch-size", "2", "--warmup", "0", "--number", "1", "--repeat", "1", "-q"]
+TINY_SUITE = ("name: tiny\ndefaults: {runtime: host, batch_size: 2, options: {warmup: 0, number: 1, repeat: 1}}\n"
+              "jobs:\n  - workload: resnet18\n")
+# in-process: commands that start nothing
+WRITERS = {
+    "render": lambda out: ["render", "--base", "cpu", "-o", str(out)],
+    "slurm": lambda out: ["slurm", "resnet18", "--runtime", "host", "--results", str(out), "--run-id", "r"],
+    "fake": lambda out: ["data", "fake", "text", "--to", str(out), "--images", "1"],
+    "fake-ratings": lambda out: ["data", "fake", "ratings", "--to", str(out), "--images", "1"],
+}
+# as a subprocess: they start a host-runtime workload (a few seconds each); names that exist only
+# while the command runs are listed beside them
+RUNNERS = {
+    "run": (lambda out: ["run", "resnet18", *TINY_RUN, "--results", str(out), "--run-id", "r"], ["r/.reserve"]),
+    "suite": (lambda out: ["suite", "run", str(out.parent / "s.yaml"), "--results", str(out)], []),
+}
+_learned: dict[str, list[str]] = {}
+
+
+def _written(cmd: str, argv_of, transient, tmp: Path, inprocess: bool) -> list[str]:
+    """The files and folders `cmd` writes under a clean folder (learned once per session)."""
+    if cmd not in _learned:
+        out = tmp / "learn" / "out"
+        out.parent.mkdir(parents=True)
+        (out.parent / "s.yaml").write_text(TINY_SUITE)
+        if inprocess:
+            code, _, err = cli_inprocess(*argv_of(out))
+        else:
+            res = dnnbench(*argv_of(out), timeout=300)
+            code, err = res.returncode, res.stderr
+        assert code == 0, err
+        names = [str(p.relative_to(out)) for p in sorted(out.rglob("*"))]
+        _learned[cmd] = names + list(transient)
+    return _learned[cmd]
+
+
+def _plant_all(box: Sandbox, out: Path, names: list[str], data) -> dict[str, str]:
+    planted = {}
+    chosen = data.draw(st.one_of(st.just([]), st.lists(st.sampled_from(names), min_size=1, max_size=3, unique=True)))
+    for name in chosen:    # mostly one name: then the others are written as usual, past it
+        kind = data.draw(st.sampled_from(PLANTS), label=name)
+        target = out / name
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+        except OSError:   # a folder above it was planted as something else
+            continue
+        if target.exists() or target.is_symlink() or target.parent.is_symlink():
+            continue
+        os.replace(box.plant(kind), target)
+        planted[name] = kind
+    return planted
+
+
+@SETTINGS
+@given(st.data())
+def test_every_name_a_command_writes_planted_first(sandbox_factory, tmp_path_factory, data):
+    cmd = data.draw(st.sampled_from(sorted(WRITERS)))
+    names = _written(cmd, WRITERS[cmd], [], tmp_path_factory.mktemp("learn"), inprocess=True)
+    box = sandbox_factory()
+    out = box.root / "out"
+    planted = _plant_all(box, out, names, data)
+    code, _, _ = check(box, WRITERS[cmd](out))
+    if not planted:
+        assert code == 0
+
+
+@settings(SETTINGS, max_examples=max(4, EXAMPLES // 40))
+@given(st.data())
+def test_every_name_a_run_writes_planted_first(sandbox_factory, tmp_path_factory, data):
+    cmd = data.draw(st.sampled_from(sorted(RUNNERS)))
+    argv_of, transient = RUNNERS[cmd]
+    names = _written(cmd, argv_of, transient, tmp_path_factory.mktemp("learn"), inprocess=False)
+    box = sandbox_factory()
+    out = box.root / "out"
+    (box.root / "s.yaml").write_text(TINY_SUITE)
+    planted = _plant_all(box, out, names, data)
+    argv = argv_of(out) + (["--resume"] if cmd == "suite" and data.draw(st.booleans()) else [])
+    before = box.state()
+    res = dnnbench(*argv, cwd=box.root, timeout=300)
+    where = f"dnnbench {argv!r} with {planted}\n--- stderr\n{res.stderr[-1500:]}"
+    if os.environ.get("DNNBENCH_GEN_TRACE"):
+        print("CASE", res.returncode, cmd, planted, res.stderr.strip().splitlines()[-1:])
+    assert res.returncode in DOCUMENTED, where
+    assert "Traceback" not in res.stdout + res.stderr, where
+    if res.returncode == 2:
+        assert len([ln for ln in res.stderr.splitlines() if ln.startswith("error:")]) == 1, where
+    assert box.state() == before, f"the canary changed: {where}"
+    assert not (box.canary / "made-through-a-link").exists(), where
+    assert not [p for p in _leftover(box.root)], where
+    if not planted:
+        assert res.returncode == 0, where
+
+
+def _leftover(folder: Path) -> list[int]:
+    """Processes still running whose command line names the sandbox."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                if str(folder).encode() in (proc / "cmdline").read_bytes():
+                    found.append(int(proc.name))
+            except OSError:
+                pass
+    return found

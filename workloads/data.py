@@ -70,7 +70,7 @@ def _unreadable(paths):
     bad = []
     for p in paths:
         try:
-            with Image.open(p) as im:
+            with fileio.open_input(p) as fh, Image.open(fh) as im:
                 im.verify()
         except Exception:
             bad.append(p)
@@ -185,7 +185,8 @@ class CocoDetection(object):
         from torchvision.transforms import functional as F
 
         info, anns = self.items[i]
-        img = Image.open(os.path.join(self.root, info["file_name"])).convert("RGB")
+        with fileio.open_input(os.path.join(self.root, info["file_name"])) as fh:
+            img = Image.open(fh).convert("RGB")
         sx, sy = self.size / float(img.width), self.size / float(img.height)
         img = img.resize((self.size, self.size))
         boxes, labels, masks = [], [], []

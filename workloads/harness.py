@@ -626,7 +626,7 @@ def _profiler(args, device, rank=0):
                 os.makedirs(args.results, exist_ok=True)
                 self.prof.export_chrome_trace(trace)
                 key = "self_cuda_time_total" if device == "cuda" else "self_cpu_time_total"
-                with open(os.path.join(args.results, "torch-ops%s.txt" % suffix), "w") as fh:
-                    fh.write(self.prof.key_averages().table(sort_by=key, row_limit=30))
+                fileio.write_atomic_text(os.path.join(args.results, "torch-ops%s.txt" % suffix),
+                                         self.prof.key_averages().table(sort_by=key, row_limit=30))
         return TorchRange()
     return None

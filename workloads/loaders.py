@@ -21,6 +21,7 @@ import os
 import random
 import threading
 
+from . import fileio
 from .errors import UsageError
 
 BACKENDS = ("cpu", "gpu", "dali")
@@ -128,7 +129,7 @@ def cpu_dataset(root, size, train=True):
 def read_bytes(path):
     """The file as a uint8 tensor: all a `gpu` loader's worker does per image."""
     import torch
-    with open(path, "rb") as fh:
+    with fileio.open_input(path) as fh:   # a FIFO or device in the dataset is refused, not waited on
         raw = fh.read()
     return torch.tensor(bytearray(raw), dtype=torch.uint8) if not hasattr(torch, "frombuffer") \
         else torch.frombuffer(bytearray(raw), dtype=torch.uint8)

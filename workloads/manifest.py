@@ -11,12 +11,14 @@ Python 3.7+, stdlib only (torch and NVML imported where present).
 """
 import glob
 import hashlib
-import json
 import os
 import platform
 import sys
 
+from . import fileio
+
 MANIFEST_VERSION = 1
+PLAN_MAX = 1 << 20   # the host's plan.json is a few KiB
 
 
 def _nccl():
@@ -107,9 +109,8 @@ def _nvml_state():
 def _host_facts(results):
     """What the host put in the run's plan.json under "manifest" (image digest, git commit...)."""
     try:
-        with open(os.path.join(results, "plan.json")) as fh:
-            plan = json.load(fh)
-    except (OSError, ValueError):
+        plan = fileio.read_json(os.path.join(results, "plan.json"), max_bytes=PLAN_MAX)
+    except (OSError, ValueError):   # missing, a link, a FIFO, too large, not JSON: no host facts
         return None
     facts = plan.get("manifest") if isinstance(plan, dict) else None
     return facts if isinstance(facts, dict) else None

@@ -14,7 +14,6 @@ and the metric names this ncu lacks, go to OUT/launch.json for the run's profile
 
 Python 3.7+, stdlib (+ torch for the compute capability).
 """
-import json
 import os
 import re
 import shutil
@@ -321,8 +320,8 @@ def _output(cmd):
 
 
 def _write_launch(out, launch):
-    with open(os.path.join(out, "launch.json"), "w") as f:
-        json.dump(launch, f, indent=1)
+    from . import fileio   # here, not at the top: the module itself imports with the stdlib alone
+    fileio.write_json(os.path.join(out, "launch.json"), launch)
 
 
 if __name__ == "__main__":

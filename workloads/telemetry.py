@@ -10,6 +10,8 @@ import statistics
 import threading
 import time
 
+from . import fileio
+
 FIELDS = ("time", "gpu", "power_w", "energy_j", "sm_clock_mhz", "mem_clock_mhz", "temperature_c",
           "utilization_pct", "memory_used_mib", "throttle_reasons", "max_sm_clock_mhz")
 
@@ -137,7 +139,7 @@ class Sampler(object):
         self._thread.join(timeout=5)
         os.makedirs(self.folder, exist_ok=True)
         for i in range(len(self.handles)):
-            with open(os.path.join(self.folder, "telemetry-gpu%d.csv" % i), "w") as fh:
+            with fileio.open_write(os.path.join(self.folder, "telemetry-gpu%d.csv" % i)) as fh:
                 writer = csv.DictWriter(fh, fieldnames=FIELDS)
                 writer.writeheader()
                 writer.writerows(r for r in self.rows if r["gpu"] == i)

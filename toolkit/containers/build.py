@@ -61,10 +61,10 @@ def build_context(recipe: recipes.Recipe, ca: "BuildCA | None" = None):
     """A minimal build context: the recipe, the container-side code and the build's CA, if any."""
     with tempfile.TemporaryDirectory(prefix="dnnbench-ctx-") as tmp:
         ctx = Path(tmp)
-        (ctx / recipe.filename).write_text(recipe.text, encoding="utf-8")
+        fileio.write_atomic_text(ctx / recipe.filename, recipe.text)
         _copy_code(ctx)
         if ca is not None:
-            (ctx / recipes.CA_FILE).write_bytes(ca.data)
+            fileio.write_atomic_bytes(ctx / recipes.CA_FILE, ca.data)
         yield ctx
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from dnnbench import __version__
 from dnnbench.containers.catalog import Base
 from dnnbench.errors import DnnbenchError
+from dnnbench.workloads import fileio
 
 FORMATS = {"docker": ("Dockerfile.j2", "Dockerfile"),
            "singularity": ("Singularity.def.j2", "Singularity.def")}
@@ -162,9 +163,7 @@ def write(recipe: Recipe, out_dir: Path) -> Path:
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
         path = out_dir / recipe.filename
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(recipe.text, encoding="utf-8")
-        tmp.replace(path)
+        fileio.write_atomic_text(path, recipe.text)
     except OSError as exc:
         raise DnnbenchError(f"cannot write to {out_dir}: {exc.strerror or exc}") from None
     return path

@@ -295,7 +295,7 @@ def _extract_class(unit: Unit, into: Path, advance) -> None:
             name = Path(m.name).name          # flat class folders; no path from the tar is trusted
             if not m.isfile() or not name or name.startswith("."):
                 continue
-            with open(into / name, "wb") as fh:
+            with fileio.open_write(into / name, binary=True) as fh:
                 shutil.copyfileobj(_member(tar, m), fh, 1 << 20)
             advance(m.size + 512)
 
@@ -306,7 +306,7 @@ def _extract_val(unit: Unit, into: Path, advance) -> None:
             (into / wnid).mkdir(parents=True, exist_ok=True)
         for offset, size, name, wnid in unit.members:
             src.seek(offset)
-            with open(into / wnid / name, "wb") as fh:
+            with fileio.open_write(into / wnid / name, binary=True) as fh:
                 fh.write(src.read(size))
             advance(size)
 

@@ -9,6 +9,7 @@ import collections
 import difflib
 import math
 import os
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -161,9 +162,9 @@ def make_run_dir(results: Path, run_id: str, dry_run: bool, run_dir: Path | None
         return folder
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        probe = folder / ".write-test"
-        probe.write_text("")
-        probe.unlink()
+        # a fresh name (O_EXCL): a link planted under a fixed probe name is never written through
+        with tempfile.TemporaryFile(dir=folder):
+            pass
     except OSError as exc:
         raise DnnbenchError(f"results dir {results} is not writable: {exc.strerror or exc}") from None
     return folder

@@ -4,7 +4,6 @@ It travels in the plan (plan.json), where the harness reads it into the result's
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import shlex
 import subprocess
@@ -12,6 +11,7 @@ import sys
 from pathlib import Path
 
 import dnnbench
+from dnnbench.workloads import fileio
 
 
 def git_commit() -> dict | None:
@@ -55,19 +55,22 @@ def sif_digest(path: str) -> dict:
     key = f"{p.resolve()}:{st.st_size}:{st.st_mtime_ns}"
     cache_file = _digest_cache()
     try:
-        cache = json.loads(cache_file.read_text())
+        cache = fileio.read_json(cache_file)
     except (OSError, ValueError):
         cache = {}
     if not isinstance(cache, dict) or not isinstance(cache.get(key), str):
         h = hashlib.sha256()
-        with open(p, "rb") as fh:
-            for block in iter(lambda: fh.read(1 << 22), b""):
-                h.update(block)
+        try:
+            with fileio.open_input(p) as fh:   # a FIFO or device is refused, not read forever
+                for block in iter(lambda: fh.read(1 << 22), b""):
+                    h.update(block)
+        except OSError as exc:
+            return {"ref": path, "sha256": None, "problem": exc.strerror}
         cache = cache if isinstance(cache, dict) else {}
         cache[key] = h.hexdigest()
         try:
             cache_file.parent.mkdir(parents=True, exist_ok=True)
-            cache_file.write_text(json.dumps(cache))
+            fileio.write_json(cache_file, cache)
         except OSError:
             pass
     return {"ref": path, "sha256": cache[key], "bytes": st.st_size}

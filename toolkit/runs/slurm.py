@@ -275,8 +275,10 @@ def slurm_command(o: SlurmOptions, dry_run: bool) -> int:
         out.print(text, markup=False, highlight=False, soft_wrap=True, end="")
         return 0
     script = run_dir / SCRIPT
-    script.write_text(text)
-    script.chmod(0o755)
+    try:
+        fileio.write_atomic_bytes(script, text.encode(), mode=0o755)
+    except OSError as exc:
+        raise DnnbenchError(f"cannot write {script}: {exc.strerror or exc}") from None
     if not o.submit:
         info(f"wrote {script}\nsubmit it with: sbatch {script}   (or pass --submit); "
              f"then `dnnbench report {run_dir}`")

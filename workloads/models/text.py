@@ -160,8 +160,9 @@ class TokenChunks(object):
     def __init__(self, path, length, vocab):
         import collections
         import torch
-        with open(path) as fh:
-            words = fh.read().split()
+        from .. import fileio
+        with fileio.open_input(path) as fh:   # a FIFO or device is refused, not waited on
+            words = fh.read().decode("utf-8", "replace").split()
         common = [w for w, _ in collections.Counter(words).most_common(vocab - 1)]
         ids = dict((w, i + 1) for i, w in enumerate(common))  # 0 = unknown
         self.tokens = torch.tensor([ids.get(w, 0) for w in words], dtype=torch.int64)
