@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 from tests.helpers import cli_inprocess, dnnbench
 
-EXAMPLES = int(os.environ.get("DNNBENCH_HYPOTHESIS_EXAMPLES", "300"))   # x 4 tests: 1,200 cases per CI run
+EXAMPLES = int(os.environ.get("DNNBENCH_HYPOTHESIS_EXAMPLES", "300"))   # x 5 in-process tests: 1,500 cases per CI run
 CASE_SECONDS = 60
 DOCUMENTED = {0, 1, 2, 130}
 SETTINGS = settings(max_examples=EXAMPLES, derandomize=True, deadline=None, database=None,
