@@ -26,27 +26,31 @@ phase() {   # phase NAME COMMAND...: run it, remember a failure, go on
 
 phase "lint (ruff)" .venv/bin/ruff check .
 phase "types (mypy, the host side)" bash scripts/typecheck.sh
-# The tests in four streams at once, each one test at a time, selected by the marks that
-# tests/conftest.py sets. The Slurm and engine streams mostly wait on a job or a daemon, so the
-# training and the short tests run beside them; on a busy machine four streams also get a fairer
-# share of the cores. Each stream has its own folder (--basetemp); the base, images and .sif they
-# share are made once, under a lock. Each stream's output is printed whole once all have ended.
+# The tests in five streams at once, each one test at a time, selected by the marks that
+# tests/conftest.py sets (and, for the short tests, by module name). The Slurm and engine
+# streams mostly wait on a job or a daemon, so the training and the short tests run beside them;
+# on a busy machine several streams also get a fairer share of the cores. Each stream has its own
+# folder (--basetemp); the base, images and .sif they share are made once, under a lock. Each
+# stream's output is printed whole once all have ended. An entry: NAME:MARKS[:FILES].
+SHORT="not training and not engine and not slurm_cluster"
 STREAMS=("slurm:slurm_cluster" "engine:engine and not slurm_cluster"
          "training:training and not engine and not slurm_cluster"
-         "short:not training and not engine and not slurm_cluster")
+         "short-a:$SHORT:tests/test_[a-h]*.py" "short-b:$SHORT:tests/test_[i-z]*.py")
 streams() {
-    local dir pids=() starts=() entry name i=0
+    local dir pids=() entry name marks files began i=0
     dir=$(mktemp -d /tmp/dnnbench-tests.XXXXXX)
+    began=$SECONDS
     for entry in "${STREAMS[@]}"; do
-        name=${entry%%:*}
-        .venv/bin/python -m pytest -q -p no:cacheprovider --basetemp="$dir/$name" -m "${entry#*:}" \
-            --durations=15 >"$dir/$name.log" 2>&1 &   # the slowest, to watch CI time
-        pids+=("$!"); starts+=("$SECONDS")
+        IFS=: read -r name marks files <<<"$entry"
+        # shellcheck disable=SC2086  # the files are a glob
+        .venv/bin/python -m pytest -q -p no:cacheprovider --basetemp="$dir/$name" -m "$marks" \
+            --durations=15 ${files:-tests} >"$dir/$name.log" 2>&1 &   # the slowest, to watch CI time
+        pids+=("$!")
     done
     trap 'kill "${pids[@]}" 2>/dev/null; exit 130' INT TERM
     for entry in "${STREAMS[@]}"; do
-        name=${entry%%:*}
-        echo "== tests, $name stream (-m '${entry#*:}')"
+        IFS=: read -r name marks files <<<"$entry"
+        echo "== tests, $name stream (-m '$marks' ${files:-tests})"
         if wait "${pids[$i]}"; then
             echo "== tests, $name stream: passed"
         else
@@ -55,7 +59,7 @@ streams() {
         cat "$dir/$name.log"
         i=$((i + 1))
     done
-    echo "== tests: all streams ended after $((SECONDS - starts[0])) s"
+    echo "== tests: all streams ended after $((SECONDS - began)) s"
     trap - INT TERM
     rm -rf "$dir"
 }

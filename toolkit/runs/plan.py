@@ -77,9 +77,16 @@ def _ulimit_flag(name: str, value) -> str:
     return f"--ulimit={name}={value}:{value}"
 
 
+def container_name(plan: RunPlan) -> str:
+    """Container names are global to a Docker daemon, which users and checkouts share; run ids
+    are not (every suite has an `r1`): the run folder's path makes the name its own."""
+    import hashlib
+    return f"dnnbench-{plan.run_id}-{hashlib.sha256(plan.run_dir.encode()).hexdigest()[:8]}"
+
+
 def docker_command(plan: RunPlan) -> list[str]:
     """The `docker run` line equivalent to what the SDK does for this plan."""
-    cmd = ["docker", "run", "--rm", "--init", "--name", f"dnnbench-{plan.run_id}"]
+    cmd = ["docker", "run", "--rm", "--init", "--name", container_name(plan)]
     if plan.user:
         cmd += ["--user", plan.user]
     if plan.ipc:

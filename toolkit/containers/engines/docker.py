@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from dnnbench.errors import DnnbenchError, EngineUnavailable
+from dnnbench.runs.plan import container_name
 from dnnbench.workloads import fileio
 
 HINT_DAEMON = ("cannot reach the Docker engine ({why}); start it (`systemctl start docker`, "
@@ -176,7 +177,7 @@ def create_kwargs(plan) -> dict:
     kwargs = dict(
         image=plan.image, entrypoint=plan.entrypoint + plan.argv[:1], command=plan.argv[1:], environment=dict(plan.env),
         working_dir=plan.workdir, user=plan.user or "", init=True, detach=True,
-        name=f"dnnbench-{plan.run_id}", labels={"io.dnnbench.run-id": plan.run_id},
+        name=container_name(plan), labels={"io.dnnbench.run-id": plan.run_id},
         mounts=[Mount(target=m.target, source=m.source, type="bind", read_only=m.read_only) for m in plan.mounts],
         ulimits=[Ulimit(name=k, soft=int(v), hard=int(v)) for k, v in plan.ulimits.items()] or None,
         cap_add=list(plan.cap_add) or None, ipc_mode=plan.ipc, shm_size=plan.shm_size,
@@ -199,10 +200,6 @@ RUN_LABEL = "io.dnnbench.run-id"
 OWNER_LABEL = "io.dnnbench.owner"    # the claim that made it: only its maker removes it by name
 
 
-def container_name(run_id: str) -> str:
-    return f"dnnbench-{run_id}"
-
-
 class ContainerJob:
     """A RunPlan as a detached container: streamed, waited on, signalled, always removed.
     Everything after the create goes by the container's name, so a container is removed even
@@ -210,7 +207,7 @@ class ContainerJob:
 
     def __init__(self, plan, owner: str | None = None):
         self.plan = plan
-        self.name = container_name(plan.run_id)
+        self.name = container_name(plan)
         self.owner = owner or secrets.token_hex(8)
         self.container = None
         self._client = None
