@@ -8,8 +8,8 @@
 # world (it ends with os._exit, past coverage's exit hook), tests that start Python with a
 # clean environment.
 #
-#   bash benchmarks/coverage.sh                  # the tests that need no engine (-m 'not engine')
-#   bash benchmarks/coverage.sh tests/test_x.py  # any pytest arguments
+#   bash benchmarks/coverage.sh                  # the whole suite, as scripts/test.sh runs it (streams)
+#   bash benchmarks/coverage.sh tests/test_x.py  # any pytest arguments, in one stream
 #
 # Prints the per-file report and, for workloads/, the lines no test executed.
 set -euo pipefail
@@ -32,10 +32,14 @@ precision = 1
 EOF
 mkdir -p "$work/data"
 export COVERAGE_PROCESS_START="$work/coveragerc"
-args=("$@")
-[ ${#args[@]} -gt 0 ] || args=(-m "not engine")
-"$py" -m pytest -q -p no:cacheprovider "${args[@]}" || echo "coverage.sh: some tests failed; the figures cover what ran"
+if [ $# -gt 0 ]; then
+    "$py" -m pytest -q -p no:cacheprovider "$@" || echo "coverage.sh: some tests failed; the figures cover what ran"
+else
+    bash scripts/test.sh || echo "coverage.sh: some tests failed; the figures cover what ran"
+fi
 "$py" -m coverage combine --rcfile "$work/coveragerc" -q "$work/data"
+# DNNBENCH_COVERAGE_OUT=FILE keeps the combined data (coverage json/html/report --data-file FILE)
+[ -z "${DNNBENCH_COVERAGE_OUT:-}" ] || cp "$work/data/.coverage" "$DNNBENCH_COVERAGE_OUT"
 echo "== host side (dnnbench.*, without workloads)"
 "$py" -m coverage report --rcfile "$work/coveragerc" --data-file "$work/data/.coverage" --include 'toolkit/*' \
     | grep -E '^(Name|TOTAL)'

@@ -169,14 +169,21 @@ def test_bisect_refuses_bad_input_in_one_line(tmp_path):
 
 def test_compare_images_on_sif_files(built_sif, tmp_path):
     """The same comparison over `.sif` files with Apptainer, as an HPC user runs it: two names of
-    one image (a hard link), each measured, each row with the facts its manifest recorded."""
+    one image (a hard link), each measured in two rounds (A B, then B A), each row with the facts
+    its manifest recorded."""
     twin = tmp_path / "twin.sif"
     twin.hardlink_to(built_sif)
     res = dnnbench("compare-images", "resnet18", "--runtime", "singularity", "--images", f"{built_sif},{twin}",
-                   "--results", tmp_path, "--run-id", "sif", "--tolerance", "0.5", *TINY, timeout=1800)
+                   "--results", tmp_path, "--run-id", "sif", "--tolerance", "0.5", "--rounds", "2", *TINY,
+                   timeout=1800)
     assert res.returncode == 0, res.stdout + res.stderr
+    assert "2 rounds in alternating order" in " ".join(res.stdout.split())
     steps = sorted((tmp_path / "sif").glob("*/result.json"))
-    assert len(steps) == 2
+    assert len(steps) == 4 and sum(p.parent.name.endswith("-round2") for p in steps) == 2, steps
+    # the second round ran in the opposite order: the twin before the first image
+    started = {p.parent.name: json.loads(p.read_text())["started"] for p in steps}
+    second = sorted(n for n in started if n.endswith("-round2"))
+    assert started[second[1]] < started[second[0]], started
     runs = [json.loads(p.read_text()) for p in steps]
     assert all(d["status"] == "ok" and d["host"]["runtime"] == "singularity" for d in runs)
     rows = [line.split() for line in res.stdout.splitlines() if ".sif" in line and line.split()[0].endswith(".sif")]
@@ -189,3 +196,36 @@ def test_compare_images_on_sif_files(built_sif, tmp_path):
     verdict, ratio = rows[1][-1], float(rows[1][-2])
     assert (verdict != "slower" or ratio < 1) and (verdict != "faster" or ratio > 1), res.stdout
     assert all(r[1] == runs[0]["system"]["pytorch"] for r in rows), res.stdout
+
+
+def test_rounds_alternate_the_order_so_a_load_that_grows_weighs_on_both_images(monkeypatch, tmp_path, capsys):
+    """Two names of one image on a machine whose load doubles halfway through: measured once each
+    in list order, the second looks twice as slow; in two rounds (A B, then B A) each image has
+    one fast and one slow run, and the verdict is `same` or `inconclusive`, never `slower`."""
+    from dnnbench.results import numbers
+    from dnnbench.runs import bisect as bisect_mod
+    from dnnbench.runs.options import RunOptions
+    done, half = [], [1]
+
+    def measure(step, base, template, windows_scale=1):
+        slow = 2.0 if len(done) >= half[0] else 1.0
+        done.append(step.run_dir.name)
+        windows = [{"items": 8, "seconds": slow * (1 + 0.01 * k), "data_wait": 0.0} for k in range(5)]
+        step.result = {"status": "ok", "windows": windows, "world_size": 1, "ranks": [], "system": {}}
+        step.headline = numbers.run_headline(step.result)
+        return step
+
+    monkeypatch.setattr(bisect_mod, "measure", measure)
+    monkeypatch.setattr(bisect_mod, "_check_first", lambda *a: True)   # no engine: nothing to plan
+    verdicts = {}
+    for rounds in (1, 2):
+        done.clear()
+        half[0] = rounds
+        bisect_mod.compare_images_command(RunOptions(workload="resnet18", runtime="docker", results=tmp_path,
+                                                     run_id=f"r{rounds}"),
+                                          ["img:a", "img:b"], None, 0.1, wide=True, rounds=rounds)
+        rows = [line.split() for line in capsys.readouterr().out.splitlines() if line.startswith("img:")]
+        verdicts[rounds] = rows[1][-1]
+    assert done == ["00-img_a", "01-img_b", "01-img_b-round2", "00-img_a-round2"]
+    assert verdicts[1] == "slower"                 # what one run each, in list order, makes of it
+    assert verdicts[2] in ("same", "inconclusive")

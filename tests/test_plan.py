@@ -57,3 +57,15 @@ def test_parallel_copy_limits():
 
 def test_no_gpus_no_device_request():
     assert "device_requests" not in docker.create_kwargs(_plan(gpus=None))
+
+
+def test_a_container_name_is_its_run_folders_own():
+    """Docker names are global to a daemon; run ids are not (every suite has an r1): two results
+    folders with one run id get two names, the same folder the same name, in the docker line and
+    in what the SDK creates."""
+    a, b = _plan(run_dir="/res/a/r1"), _plan(run_dir="/res/b/r1")
+    assert plan_mod.container_name(a) != plan_mod.container_name(b)
+    assert plan_mod.container_name(a) == plan_mod.container_name(_plan(run_dir="/res/a/r1"))
+    assert plan_mod.container_name(a).startswith("dnnbench-r1-")
+    assert f"--name {plan_mod.container_name(a)} " in plan_mod.command_line(a)
+    assert docker.create_kwargs(a)["name"] == plan_mod.container_name(a)

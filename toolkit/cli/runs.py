@@ -270,6 +270,10 @@ def _images_job(workload: str, job: dict, harness: dict) -> tuple[RunOptions, Op
 def compare_images(
     workload: str = typer.Argument(..., help="Workload name (`dnnbench workloads`)."),
     wide: bool = typer.Option(False, "--wide", help="Every column, however wide."),
+    rounds: int = typer.Option(1, "--rounds", callback=in_range(BY_NAME["rounds"]),
+                               help="Measure every image this many times, the order reversed each round "
+                                    "(A B, B A, ...); each image's CI then spans its rounds. Use 3 or more "
+                                    "on a shared or busy machine."),
     harness: dict = INJECTED,
     job: dict = INJECTED,
 ):
@@ -278,7 +282,7 @@ def compare_images(
     inconclusive). Finished steps are read back, not run again."""
     from dnnbench.runs.bisect import compare_images_command
     opts, images, bases = _images_job(workload, job, harness)
-    raise typer.Exit(compare_images_command(opts, images, bases, job["tolerance"], wide))
+    raise typer.Exit(compare_images_command(opts, images, bases, job["tolerance"], wide, rounds))
 
 
 @with_params(IMAGES_PARAMS, key="job")

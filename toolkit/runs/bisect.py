@@ -188,15 +188,35 @@ def _check_first(opts: RunOptions, listed: list[tuple[str, str | None]], folder:
     return not opts.dry_run
 
 
+def _rounds_pooled(runs: list[Step]) -> Step:
+    """One image's rounds as one step: the first round's result (its facts), the headline of
+    all its rounds pooled as `report` pools a job's runs (the wider of the runs' and the
+    windows' CIs), so a machine whose load moved between rounds widens the CI instead of
+    turning into a verdict."""
+    from dnnbench.results import numbers
+    if len(runs) == 1:
+        return runs[0]
+    return dataclasses.replace(runs[0], headline=numbers.job_headline([s.result for s in runs if s.result]),
+                               reused=all(s.reused for s in runs))
+
+
 def compare_images_command(opts: RunOptions, images: list[str] | None, bases: str | None, tolerance: float,
-                           wide: bool = False) -> int:
+                           wide: bool = False, rounds: int = 1) -> int:
     listed = image_list(images, bases)
     template = _template(opts, tolerance)
     folder = _folder(opts, "images")
     template = dataclasses.replace(template, run_id=folder.name)
     if not _check_first(template, listed, folder):
         return 0
-    steps = [measure(Step(i, img, folder / _slug(i, img)), base, template) for i, (img, base) in enumerate(listed)]
+    # Round 1 in list order, round 2 reversed, and so on (A B, B A, A B...): a load that grows or
+    # fades while the images are measured weighs on each of them alike.
+    order = list(enumerate(listed))
+    runs: dict[int, list[Step]] = {i: [] for i, _ in order}
+    for n in range(rounds):
+        for i, (img, base) in (order if n % 2 == 0 else order[::-1]):
+            name = _slug(i, img) + ("" if n == 0 else f"-round{n + 1}")
+            runs[i].append(measure(Step(i, img, folder / name), base, template))
+    steps = [_rounds_pooled(runs[i]) for i, _ in order]
     rows = []
     for s in steps:
         v, r = verdict(steps[0], s, tolerance) if s is not steps[0] else ("first", {"value": 1.0})
@@ -205,7 +225,8 @@ def compare_images_command(opts: RunOptions, images: list[str] | None, bases: st
                      escape(str(f.get("cudnn", "-"))), escape(str(f.get("nccl", "-"))),
                      f"{s.figure['value']:,.2f}", _ci(s.figure), f"{r['value']:.3f}", v])
     print_table(f"{escape(opts.workload)} on {len(steps)} images (verdict against the first, tolerance "
-                f"{tolerance:g}; results in {escape(str(folder))})",
+                f"{tolerance:g}" + (f", {rounds} rounds in alternating order" if rounds > 1 else "")
+                + f"; results in {escape(str(folder))})",
                 [Column("image", key=True), Column("pytorch", rank=5), Column("cuda", rank=4),
                  Column("cudnn", rank=2), Column("nccl", rank=2), Column("throughput", right=True, rank=9),
                  Column("+-95%", right=True, rank=7), Column("ratio", right=True, rank=8), Column("verdict", rank=9)],
