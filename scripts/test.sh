@@ -32,9 +32,9 @@ phase "types (mypy, the host side)" bash scripts/typecheck.sh
 # on a busy machine several streams also get a fairer share of the cores. Each stream has its own
 # folder (--basetemp); the base, images and .sif they share are made once, under a lock. Each
 # stream's output is printed whole once all have ended. An entry: NAME:MARKS[:FILES].
-SHORT="not training and not engine and not slurm_cluster"
-STREAMS=("slurm:slurm_cluster" "engine:engine and not slurm_cluster"
-         "training:training and not engine and not slurm_cluster"
+SHORT="not training and not engine and not slurm_stream"
+STREAMS=("slurm:slurm_stream" "engine:engine and not slurm_stream"
+         "training:training and not engine and not slurm_stream"
          "short-a:$SHORT:tests/test_[a-h]*.py" "short-b:$SHORT:tests/test_[i-z]*.py")
 streams() {
     local dir pids=() entry name marks files began i=0

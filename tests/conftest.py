@@ -117,25 +117,32 @@ def pytest_configure(config):
                                        "a second time beside a CPU hog")
     config.addinivalue_line("markers", "slurm_cluster: runs on the namespace Slurm cluster (set by its fixture)")
     config.addinivalue_line("markers", "training: trains models on the CPU for seconds to minutes")
+    config.addinivalue_line("markers", "slurm_stream: runs in scripts/test.sh's Slurm stream")
 
 
 # modules whose tests train models on the CPU for seconds to minutes each
 _TRAINING = {"test_harness", "test_train", "test_bisect", "test_loaders", "test_script_instrument"}
+# training modules whose tests (but the engine ones) run in the Slurm stream, whose own tests
+# mostly wait on Slurm: the streams then end at about the same time
+_IN_THE_SLURM_STREAM = {"test_loaders", "test_script_instrument"}
 
 
 @pytest.hookimpl(tryfirst=True)   # before -m selects by these marks
 def pytest_collection_modifyitems(config, items):
     """The marks scripts/test.sh's streams select by: `slurm_cluster` for the tests on the
     cluster, `engine` for every test that uses an engine fixture, `training` for the modules
-    that train."""
+    that train, `slurm_stream` for what runs in the Slurm stream."""
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
+        module = item.module.__name__.rpartition(".")[2]
         if "slurm_cluster" in fixtures:
             item.add_marker(pytest.mark.slurm_cluster)
         if fixtures & {"docker_engine", "test_base", "built_image", "built_sif", "standins"}:
             item.add_marker(pytest.mark.engine)
-        if item.module.__name__.rpartition(".")[2] in _TRAINING:
+        if module in _TRAINING:
             item.add_marker(pytest.mark.training)
+        if "slurm_cluster" in fixtures or module in _IN_THE_SLURM_STREAM and not item.get_closest_marker("engine"):
+            item.add_marker(pytest.mark.slurm_stream)
 
 
 def _leftover_containers(folder: str) -> list[str]:

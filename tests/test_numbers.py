@@ -5,6 +5,7 @@ import copy
 import csv
 import io
 import math
+import os
 import json
 import re
 import subprocess
@@ -291,7 +292,7 @@ def test_headline_agrees_in_every_output(host_run, tmp_path):
     assert _cell(dnnbench("compare", results, results, check=0).stdout, figure)
     suite_table = subprocess.run([sys.executable, "-c", "import sys; from pathlib import Path; from dnnbench.runs.suite "
                                   "import show_table; show_table(Path(sys.argv[1]))", str(results)],
-                                 capture_output=True, text=True, env={**__import__("os").environ, "COLUMNS": "200"})
+                                 capture_output=True, text=True, env={**os.environ, "COLUMNS": "200"})
     assert _cell(suite_table.stdout, figure), suite_table.stdout + suite_table.stderr
 
 
@@ -300,6 +301,7 @@ def test_manifest_in_every_result(host_run):
     m = data["manifest"]
     assert m["seed"] == 0 and m["synthetic"] is True and m["dataset"] is None
     assert m["pytorch"] and m["python"] and "resnet18" in m["command_line"]
+    assert m["thread_env"]["OMP_WAIT_POLICY"] == os.environ["OMP_WAIT_POLICY"]   # conftest sets it
     host = m["host"]
     assert host["runtime"] == "host" and host["image"] is None and host["dnnbench_version"]
     assert host["command_line"].startswith("dnnbench run resnet18 --runtime host")

@@ -69,3 +69,15 @@ def test_a_container_name_is_its_run_folders_own():
     assert plan_mod.container_name(a).startswith("dnnbench-r1-")
     assert f"--name {plan_mod.container_name(a)} " in plan_mod.command_line(a)
     assert docker.create_kwargs(a)["name"] == plan_mod.container_name(a)
+
+
+def test_the_callers_thread_settings_reach_a_docker_run(tmp_path):
+    """Docker passes no environment on by itself; OpenMP's wait policy and thread counts change
+    CPU figures 2x, so the caller's reach the container as they reach a host or Apptainer run."""
+    from tests.helpers import cli_inprocess
+    code, out, err = cli_inprocess("run", "resnet18", "--image", "dnnbench-test:local", "--results", tmp_path,
+                                   "--run-id", "t", "--dry-run",
+                                   env={"OMP_WAIT_POLICY": "PASSIVE", "OMP_NUM_THREADS": "3", "OMP_BOGUS": "x"})
+    assert code == 0, err
+    line = " ".join(out.split())
+    assert "-e OMP_WAIT_POLICY=PASSIVE" in line and "-e OMP_NUM_THREADS=3" in line and "OMP_BOGUS" not in line

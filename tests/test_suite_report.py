@@ -100,12 +100,17 @@ def test_report_baseline_score_plots_and_html(suite_results, tmp_path):
     # far from the figures, so that two noisy CPU runs' 95% CIs still fall clearly on one side
     base.write_text(f"resnet18-bs2: {mean['resnet18-bs2'] / 100}\nresnet18-bs4: {mean['resnet18-bs4'] * 100}\n")
     res = dnnbench("report", out, "--baseline", base, "-f", "json", "--weight", "resnet18-bs4=3")
-    assert res.returncode == 1                                     # bs4 misses its target
     js = json.loads(res.stdout)
     got = {r["job"]: r for r in js["jobs"]}
     assert got["resnet18-bs2"]["diff_pct"] == pytest.approx(9900)
-    assert got["resnet18-bs4"]["target_verdict"] == "fail" and got["resnet18-bs4"]["diff_pct"] == pytest.approx(-99)
-    assert got["resnet18-bs2"]["target_verdict"] in ("pass", "inconclusive")   # two runs: a CI may be very wide
+    assert got["resnet18-bs4"]["diff_pct"] == pytest.approx(-99)
+    # Usually bs4 fails its target and bs2 passes. But two runs make a CI with t = 12.7 on the log
+    # scale: runs 2x apart (a busy machine) span more than 100x, and a target inside the CI is
+    # inconclusive, as it should be. What load cannot change: each verdict is one of those, and
+    # the gate fails exactly when a verdict is fail or missing.
+    assert got["resnet18-bs4"]["target_verdict"] in ("fail", "inconclusive")
+    assert got["resnet18-bs2"]["target_verdict"] in ("pass", "inconclusive")
+    assert res.returncode == (1 if any(r["target_verdict"] in ("fail", "missing") for r in js["jobs"]) else 0)
     assert js["score"] == pytest.approx((100 ** 1 * 0.01 ** 3) ** (1 / 4))
     html = tmp_path / "r" / "report.html"
     dnnbench("report", out, "-f", "html", "-o", html, "--plots", tmp_path / "plots",
