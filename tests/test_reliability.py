@@ -224,15 +224,17 @@ def test_sigterm_interrupts_a_host_run_like_ctrl_c(tmp_path):
 # --- one owner per run id --------------------------------------------------------------
 
 def test_a_second_run_of_a_live_run_id_is_refused_and_the_first_is_untouched(tmp_path):
-    first = _start("--runtime", "host", "--results", tmp_path, "--run-id", "same", "--quiet",
-                   "--batch-size", "2", "--number", "2", "--repeat", "4", "--warmup", "1")
+    # LONG, then Ctrl-C: the first is still running when the second asks, however slow the
+    # machine makes the second's start (a short first run once ended before it)
+    first = _start("--runtime", "host", "--results", tmp_path, "--run-id", "same", "--quiet", *LONG)
     _until(lambda: _in_log(tmp_path / "same", "warmup done"), "the first run's warmup")
     line = one_line_error(dnnbench("run", "resnet18", "--runtime", "host", "--results", tmp_path,
                                    "--run-id", "same", *TINY), "already running", f"pid {first.pid}")
     assert "choose another" in line
+    first.send_signal(signal.SIGINT)
     out, err = first.communicate(timeout=WAIT)
-    assert first.returncode == 0, err
-    assert _result(tmp_path / "same")["status"] == "ok"
+    assert first.returncode == 130, err
+    assert _result(tmp_path / "same")["status"] == "interrupted"
     log = (tmp_path / "same" / "log.txt").read_text()
     assert log.count("$ ") == 1 and log.count("warmup done") == 1
 
@@ -317,3 +319,42 @@ def test_results_disk_filling_up_mid_run_gives_one_error_line_and_a_result(runti
     assert "ran out of space" in last and str(run_dir) in last
     if runtime == "docker":
         assert _containers(run_id) == []
+
+
+def test_a_container_that_exits_at_once_is_read_whole_before_it_is_removed(tmp_path):
+    """The run's lines are read before cleanup removes the container, however late the reader
+    gets to them (on a busy machine a container that failed at once was removed first, and its
+    one line, the reason, was lost)."""
+    from dnnbench.runs.supervise import supervise
+
+    class Quick:
+        output_goes_with_cleanup = True
+        removed = False
+
+        def create(self):
+            pass
+
+        def start(self):
+            pass
+
+        def lines(self):
+            time.sleep(1.0)                   # the reader comes late: the job has long ended
+            if self.removed:
+                raise RuntimeError("404 Client Error: No such container")
+            yield "OSError: [Errno 30] Read-only file system: '/data/intruder'"
+
+        def wait(self, timeout):
+            return 1
+
+        def interrupt(self):
+            pass
+
+        terminate = kill = interrupt
+
+        def cleanup(self):
+            self.removed = True
+
+    job = Quick()
+    outcome = supervise(job, log_path=tmp_path / "log.txt")
+    assert outcome.exit_code == 1 and job.removed
+    assert "Read-only file system" in (tmp_path / "log.txt").read_text()

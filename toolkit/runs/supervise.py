@@ -135,6 +135,10 @@ def supervise(job: Job, *, log_path: Path, on_line: Callable[[str], None] = lamb
             code = _stop(job, ended, stop, note, grace, kill_grace)
     finally:
         try:
+            # the output first, then the removal: a container that exited at once is read whole
+            # only while it still exists (a slow reader once found it gone, its lines lost)
+            if started and getattr(job, "output_goes_with_cleanup", False):
+                reader.join(timeout=30.0 if code is not None else 5.0)
             job.cleanup()
         finally:
             if started:

@@ -205,6 +205,8 @@ class ContainerJob:
     Everything after the create goes by the container's name, so a container is removed even
     when docker-py's create (two API calls) made it and then failed to describe it."""
 
+    output_goes_with_cleanup = True   # its lines are read from the container, which cleanup removes
+
     def __init__(self, plan, owner: str | None = None):
         self.plan = plan
         self.name = container_name(plan)
