@@ -6,6 +6,7 @@ import sys
 import pytest
 
 from dnnbench.workloads import WORKLOADS, harness, schema
+from tests.helpers import dnnbench
 
 SMALL = {  # keep CPU steps quick: small batches; options each workload understands
     "maskrcnn": ["--batch-size", "1"], "ssd300": ["--batch-size", "2"], "vit_b_16": ["--batch-size", "2"],
@@ -49,6 +50,15 @@ def test_ncf_reads_real_ratings(tmp_path):
     (tmp_path / "empty").mkdir()
     bad = _run("ncf", tmp_path / "b", "--data", str(tmp_path / "empty"))[0]
     assert bad.returncode == 2 and bad.stderr.count("error:") == 1 and "ratings.csv" in bad.stderr
+
+
+def test_wlm_reads_a_real_text_corpus(tmp_path):
+    """The word LM's real-data path: a corpus from `data fake text`, tokenized by frequency."""
+    dnnbench("data", "fake", "text", "--to", tmp_path / "corpus", "--images", "20", check=0)
+    res, data = _run("wlm", tmp_path / "r", "--data", str(tmp_path / "corpus"), "--workers", "0",
+                     "--batch-size", "2")
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert data["status"] == "ok" and data["synthetic"] is False and data["throughput"]["total"]["value"] > 0
 
 
 def test_real_data_path_and_data_wait(tmp_path, fake_imagenet):

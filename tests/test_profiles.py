@@ -543,3 +543,58 @@ def test_launcher_uses_rocprofv3_where_only_it_ships(tmp_path, monkeypatch, caps
     monkeypatch.setenv("PATH", str(tmp_path))
     assert launcher.main(["rocprof", str(tmp_path / "p"), "--", "true"]) == 0
     assert "profiling with rocprof: rocprofv3 --kernel-trace" in capsys.readouterr().err
+
+
+class SamplingNVML(FakeNVML):
+    """A GPU that NVML would describe: power, energy, clocks, utilization, memory, throttling."""
+    NVML_CLOCK_SM, NVML_CLOCK_MEM = 0, 1
+
+    def __init__(self):
+        super().__init__([70])
+        self.joules = 0
+
+    def nvmlDeviceGetPowerUsage(self, h):
+        return 300_000                                   # mW
+
+    def nvmlDeviceGetTotalEnergyConsumption(self, h):
+        self.joules += 30
+        return self.joules * 1000                        # mJ, counting up
+
+    def nvmlDeviceGetUtilizationRates(self, h):
+        return type("Util", (), {"gpu": 97, "memory": 40})()
+
+    def nvmlDeviceGetMemoryInfo(self, h):
+        return type("Mem", (), {"used": 2 ** 30, "total": 80 * 2 ** 30})()
+
+    def nvmlDeviceGetClockInfo(self, h, which):
+        return 1410 if which == self.NVML_CLOCK_SM else 1593
+
+    def nvmlDeviceGetMaxClockInfo(self, h, which):
+        return 1980
+
+    def nvmlDeviceGetCurrentClocksEventReasons(self, h):
+        return 0x4                                       # SW power cap
+
+
+def test_the_sampler_runs_on_a_cpu_with_a_fake_nvml(tmp_path, monkeypatch):
+    """The telemetry path a GPU run takes (start, the sampling thread, the CSV per GPU, the
+    summary of the timed window), run here with NVML replaced: only reading a real GPU is left
+    to a GPU machine."""
+    import csv
+    import time
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    monkeypatch.setattr(telemetry, "_nvml", SamplingNVML)
+    assert telemetry.start("cpu", str(tmp_path)) is None            # a CPU run samples nothing
+    sampler = telemetry.start("cuda", str(tmp_path), interval=0.01)
+    t0 = time.time()
+    deadline = time.monotonic() + 60
+    while len(sampler.rows) < 5 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    summary = sampler.stop(t0, time.time())
+    rows = list(csv.DictReader(open(tmp_path / "telemetry-gpu0.csv")))
+    assert len(rows) >= 5 and set(rows[0]) == set(telemetry.FIELDS)
+    assert summary["samples"] >= 4 and summary["gpus"] == [0]
+    assert summary["median_power_w"] == 300.0 and summary["median_sm_clock_mhz"] == 1410
+    assert summary["median_utilization_pct"] == 97 and summary["median_memory_used_mib"] == 1024
+    assert summary["max_sm_clock_mhz"] == 1980 and summary["energy_j"] > 0
+    assert summary["throttle_power_share"] == 1.0
