@@ -61,6 +61,15 @@ def test_wlm_reads_a_real_text_corpus(tmp_path):
     assert data["status"] == "ok" and data["synthetic"] is False and data["throughput"]["total"]["value"] > 0
 
 
+def test_ssd300_reads_a_real_coco_layout(tmp_path):
+    """The detection workloads' real-data path: COCO's annotations JSON and train2017/ images
+    (`data fake coco`), boxes scaled to the model's input."""
+    dnnbench("data", "fake", "coco", "--to", tmp_path / "coco", "--images", "8", "--size", "64", check=0)
+    res, data = _run("ssd300", tmp_path / "r", "--data", str(tmp_path / "coco"), "--workers", "0", "--repeat", "1")
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert data["status"] == "ok" and data["synthetic"] is False and data["throughput"]["total"]["value"] > 0
+
+
 def test_real_data_path_and_data_wait(tmp_path, fake_imagenet):
     res, data = _run("resnet18", tmp_path, "--data", str(fake_imagenet), "--workers", "1")
     assert res.returncode == 0, res.stderr[-3000:]
