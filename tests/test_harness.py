@@ -70,6 +70,13 @@ def test_ssd300_reads_a_real_coco_layout(tmp_path):
     assert data["status"] == "ok" and data["synthetic"] is False and data["throughput"]["total"]["value"] > 0
 
 
+@pytest.mark.parametrize("name", ["dcgan", "vae"])
+def test_generative_models_read_real_images(tmp_path, fake_imagenet, name):
+    res, data = _run(name, tmp_path, "--data", str(fake_imagenet), "--workers", "0")
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert data["status"] == "ok" and data["synthetic"] is False
+
+
 def test_real_data_path_and_data_wait(tmp_path, fake_imagenet):
     res, data = _run("resnet18", tmp_path, "--data", str(fake_imagenet), "--workers", "1")
     assert res.returncode == 0, res.stderr[-3000:]

@@ -35,6 +35,13 @@ def _train(out, digits, *args, timeout=600, wait=True):
     return res, data
 
 
+def test_an_epoch_in_channels_last(tmp_path, digits):
+    """`train --channels-last` (model and batches in NHWC) runs on a CPU as on a GPU."""
+    res, data = _train(tmp_path, digits, *TINY, "--epochs", "1", "--channels-last")
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert data["status"] == "ok" and data["options"]["channels_last"] is True
+
+
 def test_resnet18_reaches_the_target_on_real_digits(tmp_path, digits):
     """From the CLI on the host runtime (the container side runs the same module in the image)."""
     res = dnnbench("train", "resnet18", "--data", digits, "--runtime", "host", "--results", tmp_path,
