@@ -70,6 +70,19 @@ def test_ssd300_reads_a_real_coco_layout(tmp_path):
     assert data["status"] == "ok" and data["synthetic"] is False and data["throughput"]["total"]["value"] > 0
 
 
+def test_coco_masks_are_drawn_from_the_polygons(tmp_path):
+    """maskrcnn's targets (one step of it takes minutes on this CPU): a mask per kept box, drawn
+    from the annotation's polygon at the model's input size."""
+    from dnnbench.workloads import data
+    dnnbench("data", "fake", "coco", "--to", tmp_path / "coco", "--images", "4", "--size", "64", check=0)
+    dataset = data.CocoDetection(str(tmp_path / "coco"), 48, masks=True)
+    image, target = dataset[0]
+    assert len(dataset) >= 1 and tuple(image.shape) == (3, 48, 48)
+    boxes, masks = target["boxes"], target["masks"]
+    assert len(boxes) == len(masks) == len(target["labels"]) >= 1
+    assert tuple(masks.shape[1:]) == (48, 48) and int(masks.sum()) > 0 and masks.max() == 1
+
+
 @pytest.mark.parametrize("name", ["dcgan", "vae"])
 def test_generative_models_read_real_images(tmp_path, fake_imagenet, name):
     res, data = _run(name, tmp_path, "--data", str(fake_imagenet), "--workers", "0")
