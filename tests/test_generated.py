@@ -24,6 +24,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.conftest import _leftover_processes
 from tests.helpers import cli_inprocess, dnnbench
 
 EXAMPLES = int(os.environ.get("DNNBENCH_HYPOTHESIS_EXAMPLES", "300"))   # x 5 in-process tests: 1,500 cases per CI run
@@ -435,19 +436,7 @@ def test_every_name_a_run_writes_planted_first(sandbox_factory, tmp_path_factory
         assert len([ln for ln in res.stderr.splitlines() if ln.startswith("error:")]) == 1, where
     assert box.state() == before, f"the canary changed: {where}"
     assert not (box.canary / "made-through-a-link").exists(), where
-    assert not [p for p in _leftover(box.root)], where
+    assert not _leftover_processes(str(box.root)), where
     if not planted:
         assert res.returncode == 0, where
 
-
-def _leftover(folder: Path) -> list[int]:
-    """Processes still running whose command line names the sandbox."""
-    found = []
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit():
-            try:
-                if str(folder).encode() in (proc / "cmdline").read_bytes():
-                    found.append(int(proc.name))
-            except OSError:
-                pass
-    return found

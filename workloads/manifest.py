@@ -20,9 +20,14 @@ from . import fileio
 MANIFEST_VERSION = 1
 PLAN_MAX = 1 << 20   # the host's plan.json is a few KiB
 # CPU threading settings that change CPU figures (OpenMP's wait policy up to 2x): recorded, and
-# passed into containers by the host (dnnbench.runs.launch.thread_env)
+# passed into docker containers by the host (dnnbench.runs.launch.build_plan)
 THREAD_ENV = ("OMP_NUM_THREADS", "OMP_WAIT_POLICY", "OMP_PROC_BIND", "OMP_PLACES", "GOMP_SPINCOUNT",
               "MKL_NUM_THREADS", "KMP_BLOCKTIME", "KMP_AFFINITY")
+
+
+def thread_env(environ):
+    """The CPU threading settings in `environ` (THREAD_ENV's that are set)."""
+    return dict((k, environ[k]) for k in THREAD_ENV if k in environ)
 
 
 def _nccl():
@@ -137,7 +142,7 @@ def collect(args, device, system=None, rank=0):
         "driver": system.get("driver"),
         "gpus": _nvml_state() if device == "cuda" and rank == 0 else None,
         "cpu_governor": cpu_governors(),
-        "thread_env": dict((k, os.environ[k]) for k in THREAD_ENV if k in os.environ) or None,
+        "thread_env": thread_env(os.environ) or None,
         "image": os.environ.get("DNNBENCH_IMAGE"), "base": os.environ.get("DNNBENCH_BASE"),
         "dataset": dataset_fingerprint(args.data) if rank == 0 else None,
         "synthetic": args.data is None,

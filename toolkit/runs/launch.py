@@ -17,6 +17,7 @@ from dnnbench import names
 from dnnbench.runs import gpus as gpus_mod
 from dnnbench.runs import plan as plan_mod
 from dnnbench.runs.manifest import host_manifest
+from dnnbench.workloads.manifest import thread_env
 from dnnbench.runs.options import RUNTIME_ALIASES, RunOptions, harness_values
 from dnnbench.workloads.options import AMP, BY_NAME, HOST_OPTIONS
 from dnnbench.console import err, info, out, warn
@@ -266,6 +267,9 @@ def build_plan(opts: RunOptions, resume: bool = False) -> plan_mod.RunPlan:
     argv = profiled(entry_argv(img.python, workload, nproc) + harness_args(
         opts, data_in=(plan_mod.DATA_DIR if contained else str(data)) if data else None,
         results_in=results_in, run_id=run_id, device="cuda" if gpu_ids else "cpu"), profile, img.python, results_in)
+    # the caller's CPU threading settings reach the workload on every runtime (Apptainer and the
+    # host pass the environment on; docker does not): OpenMP's wait policy alone moves a CPU step
+    # 2x on a busy node (benchmarks/omp_wait.py), and the README tells users to set it
     env = {"DNNBENCH_RUN_ID": run_id, **thread_env(os.environ)}
     if img.ref:
         env["DNNBENCH_IMAGE"] = img.ref
@@ -380,14 +384,6 @@ def job_for(plan: plan_mod.RunPlan):
 RENDEZVOUS = ("WORLD_SIZE", "RANK", "LOCAL_RANK", "GROUP_RANK", "ROLE_RANK", "LOCAL_WORLD_SIZE",
               "ROLE_WORLD_SIZE", "GROUP_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "TORCH_NCCL_ASYNC_ERROR_HANDLING")
 RENDEZVOUS_PREFIXES = ("TORCHELASTIC_", "PET_")
-
-
-def thread_env(environ) -> dict:
-    """The caller's CPU threading settings, which reach the workload on every runtime (Apptainer
-    and the host pass the environment on; docker does not): OpenMP's wait policy alone moves a
-    CPU step 2x on a busy node (benchmarks/omp_wait.py), and the README tells users to set it."""
-    from dnnbench.workloads.manifest import THREAD_ENV
-    return {k: environ[k] for k in THREAD_ENV if k in environ}
 
 
 def clean_env(environ) -> tuple[dict, list[str]]:
