@@ -36,9 +36,9 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 TORCH=${DNNBENCH_TEST_TORCH:-torch==2.14.1 torchvision==0.29.1}
-log "installing $TORCH and dnnbench[torch,test,telemetry] into .venv"
+log "installing $TORCH and dnnbench[torch,test,telemetry,dali] into .venv"
 .venv/bin/python -m pip install -q --upgrade pip 2>&1 | grep -v 'is ignored' || true
 # PYTHONWARNINGS: setuptools' notes on editable installs are for package authors, not for this set-up
-PYTHONWARNINGS=ignore .venv/bin/python -m pip install -q $TORCH -e '.[torch,test,telemetry]' 2>&1 | grep -v 'is ignored' || true
+PYTHONWARNINGS=ignore .venv/bin/python -m pip install -q $TORCH -e '.[torch,test,telemetry,dali]' 2>&1 | grep -v 'is ignored' || true
 .venv/bin/python -c 'import dnnbench, torch, torchvision; print("[dev-setup] dnnbench", dnnbench.__version__, "torch", torch.__version__)'
 bash scripts/make-test-base.sh
