@@ -215,7 +215,8 @@ def test_run_slurm_train_and_script(sandbox_factory, data):
         argv += ["--runtime", data.draw(st.sampled_from(["host", "host", "docker", "singularity", "podman", ""]))]
     if cmd in ("slurm", "slurm-script"):
         argv += data.draw(st.sampled_from([[], ["--nodes", "2"], ["--partition", "p\nq"], ["--time", "x"],
-                                           ["--env", "A=b\nc"], ["--setup", "echo hi"]]))
+                                           ["--env", "A=b\nc"], ["--env", "DNNBENCH_RUN_ID=x"], ["--env", "PORT=1"],
+                                           ["--setup", "echo hi"]]))
     if cmd == "train":
         for flag in data.draw(st.lists(st.sampled_from(["--epochs", "--target-accuracy", "--max-time",
                                                           "--image-size", "--eval-every"]), max_size=2, unique=True)):

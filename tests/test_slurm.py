@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -63,6 +64,13 @@ def test_script_for_cpu_on_the_nodes_python(tmp_path):
     (["--partition", "a b"], ["--partition 'a b'"]),
     (["--sbatch-arg", "qos=high"], ["--sbatch-arg=--qos=high"]),
     (["--env", "NOVALUE"], ["--env 'NOVALUE'"]),
+    # names the job's machinery sets: a value given here would be overwritten or believed
+    (["--env", "DNNBENCH_RUN_ID=../x"], ["--env DNNBENCH_RUN_ID: set for each task by dnnbench"]),
+    (["--env", "APPTAINERENV_A=1"], ["--env APPTAINERENV_A", "give the name itself"]),
+    (["--env", "SLURM_PROCID=3"], ["--env SLURM_PROCID", "by Slurm"]),
+    (["--env", "CUDA_VISIBLE_DEVICES=1"], ["--env CUDA_VISIBLE_DEVICES", "--gpus-per-node"]),
+    (["--env", "WORLD_SIZE=8"], ["--env WORLD_SIZE", "by torchrun"]),
+    (["--env", "PET_NNODES=2"], ["--env PET_NNODES", "by torchrun"]),
     (["--image", "/nope.sif"], ["no such .sif"]),
     (["--nodes", "0"], ["--nodes", "must be between 1 and"]),
     (["--epochs", "3"], ["--epochs is a training option: add --train"]),
@@ -93,6 +101,38 @@ def test_script_for_training(tmp_path, digits):
     main = " ".join(text[text.rindex("srun --kill-on-bad-exit=1"):].replace("\\\n", " ").split())
     for part in ("-m dnnbench.workloads.train resnet18", "--target-accuracy 75", "--epochs 40", "${RESUME} &"):
         assert part in main, part
+
+
+# A name assigned in a job script: at a line's or a command's start, or as "NAME=..." exported
+# by a loop. A function's `local` one leaves the caller's alone; NodeAddr is a pattern grep
+# looks for, not a variable.
+_ASSIGNED = re.compile(r"(?:^|[\s;(\"'])(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(?!=)")
+_NOT_ASSIGNED = {"NodeAddr"}
+
+
+@pytest.mark.parametrize("variant", [
+    ["--image", "x.sif", "--nodes", "2", "--gpus-per-node", "4", "--scaling"],
+    ["--runtime", "host", "--nproc-per-node", "2"],
+    ["--runtime", "host", "--nodes", "3", "--each-node"],
+    ["--runtime", "host", "--train", "--data", "DIGITS", "--time", "1:00:00"],
+], ids=["apptainer-gpus-scaling", "host", "each-node", "train"])
+def test_every_name_a_job_script_sets_is_refused_by_env(variant, tmp_path, digits):
+    """--env may not give a variable the job's machinery sets (dnnbench, Slurm, torchrun or the
+    script): the script would change it before the tasks start, or code would believe it. The
+    names are read off the scripts written, so a variable the script sets tomorrow fails here
+    until slurm's owner table names it."""
+    from dnnbench.runs.slurm import owner_of
+    args = [str(digits) if a == "DIGITS" else a for a in variant]
+    text = _script(*args, "--env", "NCCL_DEBUG=INFO", "--results", tmp_path, "--run-id", "r")
+    body = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
+    assigned = set(_ASSIGNED.findall(body)) - _NOT_ASSIGNED - set(re.findall(r"\blocal\s+(\w+)", body))
+    assigned |= set(re.findall(r"--env ([A-Za-z_][A-Za-z0-9_]*)=", body))     # into the container
+    assert {"HEAD_ADDR", "PORT", "NCCL_DEBUG"} <= assigned                    # the scan reads them
+    unowned = sorted(n for n in assigned - {"NCCL_DEBUG"} if owner_of(n) is None)
+    assert unowned == [], f"set by the job script, yet --env would take them: {unowned}"
+    assert owner_of("NCCL_DEBUG") is None and owner_of("OMP_NUM_THREADS") is None
+    res = dnnbench("slurm", "resnet18", "--dry-run", *args, "--env", "PORT=1", "--results", tmp_path, check=2)
+    assert res.returncode == 2 and "--env PORT: set for each task by the job script" in res.stderr, res.stderr
 
 
 def test_without_sbatch_the_script_is_still_written(tmp_path):

@@ -154,7 +154,7 @@ def slurm(
     cpus_per_task: Optional[int] = typer.Option(None, "--cpus-per-task", help="Cores per node's task (DataLoader workers need them)."),
     sbatch_arg: List[str] = typer.Option([], "--sbatch-arg", help="Extra sbatch option, e.g. --sbatch-arg=--qos=high (repeatable; overrides the ones above)."),
     setup: List[str] = typer.Option([], "--setup", help="Shell line run before srun, e.g. 'module load apptainer' (repeatable)."),
-    env: List[str] = typer.Option([], "--env", help="KEY=VALUE for the run, e.g. NCCL_SOCKET_IFNAME=ib0 (repeatable)."),
+    env: List[str] = typer.Option([], "--env", help="KEY=VALUE for each task, e.g. NCCL_SOCKET_IFNAME=ib0 (repeatable); not a name that dnnbench, Slurm or torchrun sets (DNNBENCH_*, SLURM_*, RANK, CUDA_VISIBLE_DEVICES, ...)."),
     runtime: SlurmRuntime = typer.Option(
         "singularity", "--runtime", "-r", help="singularity (= apptainer) or host."),
     image: Optional[str] = typer.Option(None, "--image", "-i", help=".sif file on the shared filesystem."),
