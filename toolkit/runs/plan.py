@@ -147,8 +147,8 @@ def apptainer_command(plan: RunPlan, exe: str = "apptainer") -> list[str]:
 
 # --cleanenv drops the step's CUDA_VISIBLE_DEVICES (and ROCm's), so a Slurm step would see every
 # GPU of the node: these pass the ones Slurm gave this step, read where the step runs.
-_STEP_DEVICES = ("CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL")
-_STEP_SCRIPT = "".join(f'[ -z "${{{v}+x}}" ] || export APPTAINERENV_{v}="${v}"; ' for v in _STEP_DEVICES) + 'exec "$@"'
+STEP_DEVICES = ("CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL")
+_STEP_SCRIPT = "".join(f'[ -z "${{{v}+x}}" ] || export APPTAINERENV_{v}="${v}"; ' for v in STEP_DEVICES) + 'exec "$@"'
 
 
 def slurm_step(argv: list[str]) -> list[str]:

@@ -28,14 +28,16 @@ SCRIPT = "job.sbatch"
 _TIME = re.compile(r"\d+|\d+:\d{2}|\d+:\d{2}:\d{2}|\d+-\d+|\d+-\d+:\d{2}|\d+-\d+:\d{2}:\d{2}")
 _NAME = re.compile(r"[A-Za-z0-9_.,+-]+")
 _ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=.*$")
+# Shell variables the script sets; kept unquoted through shlex by these stand-ins.
+_VARS = {"@NTASKS@": "${SLURM_NTASKS}", "@HEAD@": "${HEAD_ADDR}", "@PORT@": "${PORT}", "@JOB@": "${SLURM_JOB_ID}",
+         "@RESUME@": "${RESUME}"}
 # Names the job's own machinery sets for each task: a user's value would be overwritten, or
 # (worse) believed by code that reads it, so --env refuses them. (prefixes or names, who sets them)
 _OWNED = ((("DNNBENCH_",), "dnnbench (--run-id, --results and --image say what it sets)"),
           (("APPTAINERENV_", "SINGULARITYENV_"), "dnnbench, to pass --env through --cleanenv (give the name itself)"),
           (("PYTHONNOUSERSITE",), "dnnbench, so that packages in ~/.local cannot shadow the image's"),
-          (("SLURM_", "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL"),
-           "Slurm (--gpus-per-node chooses the GPUs)"),
-          (("PET_", "TORCHELASTIC_") + tuple(n for n in run_mod.RENDEZVOUS if n != "TORCH_NCCL_ASYNC_ERROR_HANDLING"),
+          (("SLURM_", "HIP_VISIBLE_DEVICES") + plan_mod.STEP_DEVICES, "Slurm (--gpus-per-node chooses the GPUs)"),
+          (run_mod.RENDEZVOUS_PREFIXES + tuple(n for n in run_mod.RENDEZVOUS if n != "TORCH_NCCL_ASYNC_ERROR_HANDLING"),
            "torchrun, from --nodes and --nproc-per-node"),
           # the job script's own variables (templates/slurm.sbatch.j2; a test reads them off the
           # scripts it writes): a user's export of one would be changed before the tasks start
@@ -49,9 +51,6 @@ def owner_of(name: str) -> str | None:
         if any(name == n or (n.endswith("_") and name.startswith(n)) for n in owned):
             return who
     return None
-# Shell variables the script sets; kept unquoted through shlex by these stand-ins.
-_VARS = {"@NTASKS@": "${SLURM_NTASKS}", "@HEAD@": "${HEAD_ADDR}", "@PORT@": "${PORT}", "@JOB@": "${SLURM_JOB_ID}",
-         "@RESUME@": "${RESUME}"}
 
 
 @dataclass
@@ -95,9 +94,10 @@ def _check(o: SlurmOptions) -> None:
     for item in o.env:
         if not _ENV.match(item) or "\n" in item:
             raise DnnbenchError(f"--env {item!r}: expected KEY=VALUE")
-        who = owner_of(item.split("=", 1)[0])
+        name = item.split("=", 1)[0]
+        who = owner_of(name)
         if who:
-            raise DnnbenchError(f"--env {item.split('=', 1)[0]}: set for each task by {who}")
+            raise DnnbenchError(f"--env {name}: set for each task by {who}")
     if any("\n" in line for line in o.setup):
         raise DnnbenchError("--setup takes one shell line per use")
     if o.each_node and o.scaling:
