@@ -28,9 +28,14 @@ def tmux(tmp_path_factory):
         pytest.fail("tmux is not installed: run `sudo bash scripts/dev-setup.sh`")
     folder = tmp_path_factory.mktemp("tmux")
     conf = folder / "tmux.conf"
-    conf.write_text("set -g history-limit 20000\nset -g default-terminal screen-256color\n")
+    # exit-empty off and a session that stays: killing the last screen's session must not
+    # take the server down while the next new-session connects ("server exited unexpectedly")
+    conf.write_text("set -s exit-empty off\nset -g history-limit 20000\n"
+                    "set -g default-terminal screen-256color\n")
     sock = f"dnnbench-test-{uuid.uuid4().hex[:8]}"
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES", "TMUX")}
+    subprocess.run(["tmux", "-L", sock, "-f", str(conf), "new-session", "-d", "-s", "keep", "sleep 3600"],
+                   check=True, env=env)
     yield sock, conf, folder, env
     subprocess.run(["tmux", "-L", sock, "kill-server"], capture_output=True)
 
