@@ -13,6 +13,11 @@ fi
 log() { printf '[dev-setup] %s\n' "$*"; }
 
 bash scripts/setup-engines.sh
+# the test base (minutes on a fresh machine: debootstrap, torch's wheels, docker import) is made
+# while Slurm, the packages and the venv are set up; a failure here waits for it, never orphans it
+bash scripts/make-test-base.sh &
+base_pid=$!
+trap 'wait' EXIT
 # the tests' cluster: 3 nodes in namespaces; where namespaces are not allowed (a container), a
 # one-node Slurm, so the quickstart still runs (the multi-node tests then say why they cannot)
 bash scripts/setup-slurm.sh --nodes 3 \
@@ -41,4 +46,4 @@ log "installing $TORCH and dnnbench[torch,test,telemetry,dali] into .venv"
 # PYTHONWARNINGS: setuptools' notes on editable installs are for package authors, not for this set-up
 PYTHONWARNINGS=ignore .venv/bin/python -m pip install -q $TORCH -e '.[torch,test,telemetry,dali]' 2>&1 | grep -v 'is ignored' || true
 .venv/bin/python -c 'import dnnbench, torch, torchvision; print("[dev-setup] dnnbench", dnnbench.__version__, "torch", torch.__version__)'
-bash scripts/make-test-base.sh
+wait "$base_pid" || { log "the test base was not made (scripts/make-test-base.sh, above)"; exit 1; }

@@ -24,8 +24,13 @@ phase() {   # phase NAME COMMAND...: run it, remember a failure, go on
     if "$@"; then echo "== $name: passed"; else failed+=("$name (exit $?)"); echo "== $name: FAILED"; fi
 }
 
-phase "lint (ruff)" .venv/bin/ruff check .
-phase "types (mypy, the host side)" bash scripts/typecheck.sh
+# lint and mypy run beside the tests (a minute of CPU that no test waits for); their output is
+# printed after the streams'
+checks=$(mktemp -d /tmp/dnnbench-checks.XXXXXX)
+( phase "lint (ruff)" .venv/bin/ruff check .
+  phase "types (mypy, the host side)" bash scripts/typecheck.sh
+  printf '%s\n' "${failed[@]}" >"$checks/failed" ) >"$checks/log" 2>&1 &
+checks_pid=$!
 # The tests in five streams at once, each one test at a time, selected by the marks that
 # tests/conftest.py sets (and, for the short tests, by module name). The Slurm and engine
 # streams mostly wait on a job or a daemon, so the training and the short tests run beside them;
@@ -47,7 +52,7 @@ streams() {
             --durations=15 ${files:-tests} >"$dir/$name.log" 2>&1 &   # the slowest, to watch CI time
         pids+=("$!")
     done
-    trap 'kill "${pids[@]}" 2>/dev/null; exit 130' INT TERM
+    trap 'kill "${pids[@]}" "$checks_pid" 2>/dev/null; exit 130' INT TERM
     for entry in "${STREAMS[@]}"; do
         IFS=: read -r name marks files <<<"$entry"
         echo "== tests, $name stream (-m '$marks' ${files:-tests})"
@@ -64,6 +69,10 @@ streams() {
     rm -rf "$dir"
 }
 streams
+wait "$checks_pid" || true
+cat "$checks/log"
+while IFS= read -r line; do [ -n "$line" ] && failed+=("$line"); done <"$checks/failed"
+rm -rf "$checks"
 
 if [ "${DNNBENCH_TEST_BUSY:-0}" = 1 ]; then
 hogs=()

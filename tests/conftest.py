@@ -131,7 +131,10 @@ _IN_THE_SLURM_STREAM = {"test_loaders", "test_script_instrument"}
 def pytest_collection_modifyitems(config, items):
     """The marks scripts/test.sh's streams select by: `slurm_cluster` for the tests on the
     cluster, `engine` for every test that uses an engine fixture, `training` for the modules
-    that train, `slurm_stream` for what runs in the Slurm stream."""
+    that train, `slurm_stream` for what runs in the Slurm stream. Then the order: on a fresh
+    machine the one .sif takes minutes to build, so the engine stream's .sif tests come first
+    (it builds it at its start) and the Slurm stream's come last (by then it is there): no
+    stream sits idle at the .sif's lock."""
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
         module = item.module.__name__.rpartition(".")[2]
@@ -143,6 +146,12 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.training)
         if "slurm_cluster" in fixtures or module in _IN_THE_SLURM_STREAM and not item.get_closest_marker("engine"):
             item.add_marker(pytest.mark.slurm_stream)
+
+    def place(item) -> int:
+        if "built_sif" not in getattr(item, "fixturenames", ()):
+            return 1
+        return 2 if item.get_closest_marker("slurm_stream") else 0
+    items.sort(key=place)   # stable: the rest keep their order
 
 
 def _leftover_containers(folder: str) -> list[str]:
