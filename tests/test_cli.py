@@ -35,9 +35,20 @@ def test_bases_table():
     (["run", "resnet50", "--run-id", "../escape", "--dry-run"], ["--run-id"]),
     (["run", "resnet50", "--runtime", "singularity", "--image", "/no/such.sif"], ["no such .sif"]),
     (["data", "fake", "mnist", "--to", "/tmp/x"], ["unknown dataset kind"]),
+    # --env: one check (dnnbench.runs.environment) for run, train, slurm, suites and reproduce
+    (["run", "resnet18", "--env", "NOVALUE", "--dry-run"], ["--env 'NOVALUE'", "KEY=VALUE"]),
+    (["run", "resnet18", "--env", "1A=x", "--dry-run"], ["--env '1A'", "letters, digits"]),
+    (["run", "resnet18", "--env", "A=b\x1b[2J", "--dry-run"], ["--env A", "printable"]),
+    (["run", "resnet18", "--env", "DNNBENCH_RUN_ID=x", "--dry-run"], ["--env DNNBENCH_RUN_ID", "by dnnbench"]),
+    (["run", "resnet18", "--env", "RANK=1", "--dry-run"], ["--env RANK", "by torchrun"]),
+    (["run", "resnet18", "--env", "CUDA_VISIBLE_DEVICES=1", "--dry-run"], ["--env CUDA_VISIBLE_DEVICES", "--gpus"]),
+    (["run", "resnet18", "-e", "SLURM_PROCID=1", "--dry-run"], ["--env SLURM_PROCID", "by Slurm"]),
+    (["train", "resnet18", "--data", "/tmp", "--env", "MASTER_PORT=1", "--dry-run"], ["--env MASTER_PORT", "torchrun"]),
 ])
 def test_user_mistakes_get_one_line(args, fragments, tmp_path):
-    one_line_error(dnnbench(*args, cwd=tmp_path), *fragments)
+    res = dnnbench(*args, cwd=tmp_path)
+    one_line_error(res, *fragments)
+    assert res.returncode == 2 and not list(tmp_path.iterdir())    # refused before anything is written
 
 
 def test_not_a_dataset(tmp_path):

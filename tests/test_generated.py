@@ -213,6 +213,10 @@ def test_run_slurm_train_and_script(sandbox_factory, data):
         argv += ["--data", _path_arg(box, data.draw(st.sampled_from(KINDS)))]
     if cmd in ("run", "script", "train") and data.draw(st.booleans()):
         argv += ["--runtime", data.draw(st.sampled_from(["host", "host", "docker", "singularity", "podman", ""]))]
+    if cmd not in ("bisect", "compare-images") and data.draw(st.booleans()):   # --env: checked one way
+        name = data.draw(st.one_of(st.sampled_from(["NCCL_DEBUG", "DNNBENCH_RUN_ID", "RANK", "PORT", "SLURM_X",
+                                                    "CUDA_VISIBLE_DEVICES", "PET_X", "1A", ""]), TEXT))
+        argv += ["--env", name + data.draw(st.sampled_from(["", "="])) + data.draw(TEXT)]
     if cmd in ("slurm", "slurm-script"):
         argv += data.draw(st.sampled_from([[], ["--nodes", "2"], ["--partition", "p\nq"], ["--time", "x"],
                                            ["--env", "A=b\nc"], ["--env", "DNNBENCH_RUN_ID=x"], ["--env", "PORT=1"],
@@ -327,7 +331,10 @@ def test_image_commands_and_suites(sandbox_factory, data):
             "gpus": st.sampled_from(["0,,1", "all", "x", 0]), "parallel": st.sampled_from([2, 0, 10**6, "per-gpu"]),
             "options": st.dictionaries(st.sampled_from(["lr", "number", "max_windows", "seed", "bogus"]),
                                        st.one_of(st.integers(-5, 2**70), st.floats(allow_nan=True)), max_size=2),
-            "data": st.sampled_from(KINDS).map(lambda k: _path_arg(box, k))}))
+            "data": st.sampled_from(KINDS).map(lambda k: _path_arg(box, k)),
+            "env": st.dictionaries(st.one_of(st.sampled_from(["NCCL_DEBUG", "RANK", "DNNBENCH_X", "1A"]), TEXT),
+                                   st.one_of(TEXT, st.integers(), st.floats(allow_nan=True), st.booleans()),
+                                   max_size=2)}))
         suite.write_text(json.dumps({"name": data.draw(name_or("s")), "jobs": [job]}))
         argv = ["suite", "run", str(suite), "--results", str(box.root / "res"), "--dry-run"]
         if data.draw(st.booleans()):

@@ -269,6 +269,11 @@ SUITES = [
     ("jobs:\n" + "  - workload: resnet18\n    batch_size: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]\n    repeats: 1000\n"
      + "  - name: b\n    workload: resnet18\n    batch_size: [1, 2]\n    repeats: 1000\n", "more than"),
     ("[" * 20000 + "]" * 20000, "s.yaml"),
+    ("jobs:\n  - workload: resnet18\n    env: {RANK: 1}\n", ":3: env RANK: set for each process by torchrun"),
+    ("defaults:\n  env: {DNNBENCH_X: a}\njobs:\n  - workload: resnet18\n", ":2: env DNNBENCH_X"),
+    ("jobs:\n  - workload: resnet18\n    env: [A=1]\n", ":3: env must be a valid dictionary"),
+    ("jobs:\n  - workload: resnet18\n    env: {A: [1]}\n", ":3: env.A"),
+    ("jobs:\n  - workload: resnet18\n    env: {A: \"x\\ny\"}\n", ":3: env A: the value must be one line"),
 ]
 
 

@@ -261,7 +261,7 @@ TINY = ("--batch-size", "2", "--number", "1", "--repeat", "3", "--warmup", "1")
 def host_run(tmp_path_factory):
     root = tmp_path_factory.mktemp("numbers")
     res = dnnbench("run", "resnet18", "--runtime", "host", "--results", root / "results", "--run-id", "one",
-                   *TINY, check=0)
+                   "--env", "OMP_NUM_THREADS=2", "--env", "MY_SETTING=a b", *TINY, check=0)
     data = json.loads((root / "results" / "one" / "result.json").read_text())
     return root, res, data
 
@@ -302,6 +302,8 @@ def test_manifest_in_every_result(host_run):
     assert m["seed"] == 0 and m["synthetic"] is True and m["dataset"] is None
     assert m["pytorch"] and m["python"] and "resnet18" in m["command_line"]
     assert m["thread_env"]["OMP_WAIT_POLICY"] == os.environ["OMP_WAIT_POLICY"]   # conftest sets it
+    assert m["thread_env"]["OMP_NUM_THREADS"] == "2"          # --env reached the workload's process
+    assert data["host"]["env"] == {"OMP_NUM_THREADS": "2", "MY_SETTING": "a b"}
     host = m["host"]
     assert host["runtime"] == "host" and host["image"] is None and host["dnnbench_version"]
     assert host["command_line"].startswith("dnnbench run resnet18 --runtime host")
@@ -317,6 +319,7 @@ def test_reproduce_reruns_the_same_job_and_gives_a_verdict(host_run):
     keys = ("batch_size", "number", "repeat", "warmup", "seed", "amp", "lr", "device")
     assert {k: new["options"][k] for k in keys} == {k: data["options"][k] for k in keys}
     assert new["workload"] == "resnet18" and new["job"] == "resnet18-bs2"
+    assert new["host"]["env"] == data["host"]["env"] and new["manifest"]["thread_env"]["OMP_NUM_THREADS"] == "2"
     assert new["manifest"]["host"]["command_line"].startswith("dnnbench reproduce")
     # the compare it printed holds both figures
     assert stats.fmt(_sum_rate(new["windows"])) in res.stdout and stats.fmt(_sum_rate(data["windows"])) in res.stdout
@@ -332,18 +335,26 @@ def test_reproduce_refuses_what_it_cannot_rerun(tmp_path):
     slurm["host"]["runtime"] = "slurm/host"
     schema.write_atomic(str(tmp_path / "slurm" / "result.json"), slurm)
     one_line_error(dnnbench("reproduce", tmp_path / "slurm"), "pass --runtime")
+    forged = copy.deepcopy(_fixture("resnet18-bs4"))
+    forged["host"]["env"] = {"LD_PRELOAD_OK": "1", "RANK": "3"}   # a name --env refuses is refused here too
+    schema.write_atomic(str(tmp_path / "forged" / "result.json"), forged)
+    one_line_error(dnnbench("reproduce", tmp_path / "forged", "--results", tmp_path / "out"), "env RANK", "torchrun")
+    assert not (tmp_path / "out").exists()
 
 
 @pytest.mark.engine
 def test_docker_result_records_the_image_digest_and_reproduce_runs_it(built_image, tmp_path):
-    dnnbench("run", "resnet18", "--image", built_image, "--results", tmp_path, "--run-id", "d1", *TINY, check=0)
+    dnnbench("run", "resnet18", "--image", built_image, "--results", tmp_path, "--run-id", "d1",
+             "--env", "OMP_NUM_THREADS=1", *TINY, check=0)
     data = json.loads((tmp_path / "d1" / "result.json").read_text())
+    assert data["manifest"]["thread_env"]["OMP_NUM_THREADS"] == "1"     # --env reached the container
     image_id = subprocess.run(["docker", "image", "inspect", "-f", "{{.Id}}", built_image], capture_output=True,
                               text=True, check=True).stdout.strip()
     assert data["manifest"]["host"]["image"]["id"] == image_id
     res = dnnbench("reproduce", tmp_path / "d1", "--results", tmp_path, "--run-id", "d2", "-q")
     assert res.returncode in (0, 1), res.stderr
-    assert json.loads((tmp_path / "d2" / "plan.json").read_text())["image"] == image_id
+    plan = json.loads((tmp_path / "d2" / "plan.json").read_text())
+    assert plan["image"] == image_id and plan["env"]["OMP_NUM_THREADS"] == "1"
     assert "verdict:" in res.stdout
 
 

@@ -65,7 +65,7 @@ def test_script_for_cpu_on_the_nodes_python(tmp_path):
     (["--sbatch-arg", "qos=high"], ["--sbatch-arg=--qos=high"]),
     (["--env", "NOVALUE"], ["--env 'NOVALUE'"]),
     # names the job's machinery sets: a value given here would be overwritten or believed
-    (["--env", "DNNBENCH_RUN_ID=../x"], ["--env DNNBENCH_RUN_ID: set for each task by dnnbench"]),
+    (["--env", "DNNBENCH_RUN_ID=../x"], ["--env DNNBENCH_RUN_ID: set for each process by dnnbench"]),
     (["--env", "APPTAINERENV_A=1"], ["--env APPTAINERENV_A", "give the name itself"]),
     (["--env", "SLURM_PROCID=3"], ["--env SLURM_PROCID", "by Slurm"]),
     (["--env", "CUDA_VISIBLE_DEVICES=1"], ["--env CUDA_VISIBLE_DEVICES", "--gpus-per-node"]),
@@ -120,8 +120,11 @@ def test_every_name_a_job_script_sets_is_refused_by_env(variant, tmp_path, digit
     """--env may not give a variable the job's machinery sets (dnnbench, Slurm, torchrun or the
     script): the script would change it before the tasks start, or code would believe it. The
     names are read off the scripts written, so a variable the script sets tomorrow fails here
-    until slurm's owner table names it."""
-    from dnnbench.runs.slurm import owner_of
+    until the owner table (dnnbench.runs.environment) names it."""
+    from functools import partial
+
+    from dnnbench.runs.environment import owner_of as owner
+    owner_of = partial(owner, slurm=True)
     args = [str(digits) if a == "DIGITS" else a for a in variant]
     text = _script(*args, "--env", "NCCL_DEBUG=INFO", "--results", tmp_path, "--run-id", "r")
     body = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
@@ -132,7 +135,7 @@ def test_every_name_a_job_script_sets_is_refused_by_env(variant, tmp_path, digit
     assert unowned == [], f"set by the job script, yet --env would take them: {unowned}"
     assert owner_of("NCCL_DEBUG") is None and owner_of("OMP_NUM_THREADS") is None
     res = dnnbench("slurm", "resnet18", "--dry-run", *args, "--env", "PORT=1", "--results", tmp_path, check=2)
-    assert res.returncode == 2 and "--env PORT: set for each task by the job script" in res.stderr, res.stderr
+    assert res.returncode == 2 and "--env PORT: set for each process by the job script" in res.stderr, res.stderr
 
 
 def test_without_sbatch_the_script_is_still_written(tmp_path):

@@ -36,10 +36,11 @@ def test_script_and_train_jobs_run_and_report(tmp_path):
     dnnbench("data", "fake", "imagenet", "--to", data, "--images", 16, "--classes", 2, "--size", 32, check=0)
     path = _suite(tmp_path, f"""\
 name: kinds
-defaults: {{runtime: host}}
+defaults: {{runtime: host, env: {{MY_SETTING: a, OMP_NUM_THREADS: 1}}}}
 jobs:
   - script: {SCRIPT}
     options: {{warmup: 1, number: 2, repeat: 3}}
+    env: {{MY_SETTING: b}}
   - workload: resnet18
     data: {data}
     batch_size: 4
@@ -51,6 +52,9 @@ jobs:
     assert script["status"] == "ok" and script["script"]["sha256"] and len(script["windows"]) == 3
     trained = json.loads((folder / "resnet18-bs4" / "r1" / "result.json").read_text())
     assert trained["status"] == "ok" and len(trained["training"]["epochs"]) == 1
+    # a job's env: over the defaults' env:, kept in each result and seen by the run's process
+    assert script["host"]["env"] == {"MY_SETTING": "b", "OMP_NUM_THREADS": "1"}
+    assert trained["host"]["env"] == {"MY_SETTING": "a", "OMP_NUM_THREADS": "1"}
     report = json.loads(dnnbench("report", folder, "-f", "json", check=0).stdout)
     rows = {r["job"]: r for r in report["jobs"]}
     assert rows["resnet18-bs4"]["reached"] == "0/1" and rows["resnet18-bs4"]["best"] is not None

@@ -63,6 +63,11 @@ SCRIPT_PARAMS = {
 }
 
 
+ENV_HELP = ("NAME=VALUE in the run's processes, e.g. NCCL_DEBUG=INFO (repeatable; kept in the result, "
+            "which `reproduce` gives again); not a name dnnbench or torchrun sets (DNNBENCH_*, RANK, "
+            "CUDA_VISIBLE_DEVICES, ...).")
+
+
 def _workload_or_script(workload: Optional[str], extra: list, script) -> tuple[Optional[str], list]:
     """With --script no workload is named: a word where the workload goes is the script's."""
     if script is not None and workload is not None:
@@ -95,16 +100,19 @@ def run(
                                                "`dnnbench profile show` reads it."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan and the equivalent command line; run nothing."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Do not echo the run's output (it still goes to log.txt)."),
+    env: List[str] = typer.Option([], "--env", "-e", help=ENV_HELP),
     harness: dict = INJECTED,
     script_opts: dict = INJECTED,
 ):
+    from dnnbench.runs import environment
     from dnnbench.runs.launch import run_command
     if synthetic and data is not None:
         raise DnnbenchError("--synthetic and --data exclude each other")
     workload, extra = _workload_or_script(workload, list(ctx.args), script_opts["script"])
     opts = RunOptions(workload=workload or "", data=data, gpus=gpus, nproc=nproc, runtime=runtime, image=image,
                       base=base, build=build, results=results, run_id=run_id, timeout=timeout, dry_run=dry_run,
-                      quiet=quiet, profile=profile, extra=extra, **script_opts, **harness)
+                      quiet=quiet, profile=profile, extra=extra, env=environment.parse(env), **script_opts,
+                      **harness)
     raise typer.Exit(run_command(opts))
 
 
@@ -227,14 +235,16 @@ def train(
                                             help="Stop after this many seconds (checkpointed, resumable)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan and the equivalent command line; run nothing."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Do not echo the run's output (it still goes to log.txt)."),
+    env: List[str] = typer.Option([], "--env", "-e", help=ENV_HELP),
     harness: dict = INJECTED,
     train: dict = INJECTED,
 ):
+    from dnnbench.runs import environment
     from dnnbench.runs.launch import run_plan
     from dnnbench.runs.training import train_plan
     opts = RunOptions(workload=workload, data=data, gpus=gpus, nproc=nproc, runtime=runtime, image=image,
                       base=None if image else base, build=False, results=results, run_id=run_id, timeout=timeout,
-                      dry_run=dry_run, quiet=quiet, extra=list(ctx.args), **harness)
+                      dry_run=dry_run, quiet=quiet, extra=list(ctx.args), env=environment.parse(env), **harness)
     raise typer.Exit(run_plan(train_plan(opts, train), opts))
 
 

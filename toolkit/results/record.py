@@ -55,6 +55,8 @@ def finalize(run_dir: Path, *, plan: dict, outcome, command: str, log_tail: list
     }
     if plan.get("notes"):
         data["host"]["notes"] = list(plan["notes"])
+    if plan.get("user_env"):
+        data["host"]["env"] = dict(plan["user_env"])   # --env, which reproduce gives again
     if log_full:
         data["host"]["log_full"] = log_full
     if amend is not None:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dnnbench import names
-from dnnbench.runs import gpus as gpus_mod
+from dnnbench.runs import environment, gpus as gpus_mod
 from dnnbench.runs import plan as plan_mod
 from dnnbench.runs.manifest import host_manifest
 from dnnbench.workloads.manifest import thread_env
@@ -239,6 +239,21 @@ def run_mounts(data: Path | None, run_dir: Path) -> list[plan_mod.Mount]:
     return mounts + [plan_mod.Mount(str(run_dir), plan_mod.RESULTS_DIR, read_only=False)]
 
 
+def run_env(opts: RunOptions, run_id: str, image: str | None, runtime: str, more: dict | None = None) -> dict:
+    """What a run's processes get set, on every runtime. The caller's CPU threading settings
+    (Apptainer and the host pass the environment on; docker does not): OpenMP's wait policy
+    alone moves a CPU step 2x on a busy node (benchmarks/omp_wait.py), and the README tells
+    users to set it. Then the user's --env, checked again (a suite's or a result's reach here
+    too), and dnnbench's own names, which --env may not give."""
+    env = {**thread_env(os.environ), **environment.from_mapping(opts.env, "--env"),
+           "DNNBENCH_RUN_ID": run_id, **(more or {})}
+    if image:
+        env["DNNBENCH_IMAGE"] = image
+    if runtime == "docker":
+        env.setdefault("HOME", "/tmp")   # the run's uid may have no home in the image
+    return env
+
+
 def build_plan(opts: RunOptions, resume: bool = False) -> plan_mod.RunPlan:
     """Every check, then the plan. Raises DnnbenchError before anything has started."""
     runtime = RUNTIME_ALIASES.get(opts.runtime)
@@ -267,21 +282,14 @@ def build_plan(opts: RunOptions, resume: bool = False) -> plan_mod.RunPlan:
     argv = profiled(entry_argv(img.python, workload, nproc) + harness_args(
         opts, data_in=(plan_mod.DATA_DIR if contained else str(data)) if data else None,
         results_in=results_in, run_id=run_id, device="cuda" if gpu_ids else "cpu"), profile, img.python, results_in)
-    # the caller's CPU threading settings reach the workload on every runtime (Apptainer and the
-    # host pass the environment on; docker does not): OpenMP's wait policy alone moves a CPU step
-    # 2x on a busy node (benchmarks/omp_wait.py), and the README tells users to set it
-    env = {"DNNBENCH_RUN_ID": run_id, **thread_env(os.environ)}
-    if img.ref:
-        env["DNNBENCH_IMAGE"] = img.ref
-    if runtime == "docker":
-        env["HOME"] = "/tmp"   # the run's uid may have no home in the image
+    env = run_env(opts, run_id, img.ref, runtime)
     mounts = run_mounts(data, run_dir) if contained else []
     if runtime == "singularity":
         for mount in mounts:
             plan_mod.apptainer_bind(mount)    # refused now, before anything is written
     return plan_mod.RunPlan(
         runtime=runtime, workload=workload, run_id=run_id, run_dir=str(run_dir), image=img.ref, argv=argv,
-        env=env, mounts=mounts, accelerator=img.accelerator, gpus=gpu_ids,
+        env=env, user_env=dict(opts.env), mounts=mounts, accelerator=img.accelerator, gpus=gpu_ids,
         workdir=plan_mod.WORKDIR if contained else str(Path.cwd()),
         user=f"{os.getuid()}:{os.getgid()}" if runtime == "docker" else None,
         ipc=facts.get("ipc") if runtime == "docker" else None, shm_size=facts.get("shm_size"),
@@ -339,11 +347,7 @@ def script_plan(opts: RunOptions, runtime: str) -> plan_mod.RunPlan:
                            timing={"warmup": opts.warmup, "number": opts.number, "repeat": opts.repeat,
                                    "items_per_step": opts.items_per_step, "unit": opts.unit,
                                    "run_to_end": opts.run_to_end})
-    env = {"DNNBENCH_RUN_ID": run_id, **({"DNNBENCH_DATA": data_in} if data_in else {})}
-    if img.ref:
-        env["DNNBENCH_IMAGE"] = img.ref
-    if runtime == "docker":
-        env["HOME"] = "/tmp"
+    env = run_env(opts, run_id, img.ref, runtime, {"DNNBENCH_DATA": data_in} if data_in else {})
     mounts = run_mounts(data, run_dir) + [plan_mod.Mount(str(folder), script_mod.SCRIPT_DIR, read_only=True)] \
         if contained else []
     if runtime == "singularity":
@@ -352,7 +356,7 @@ def script_plan(opts: RunOptions, runtime: str) -> plan_mod.RunPlan:
     facts = _base_run_facts(img.base)
     return plan_mod.RunPlan(
         runtime=runtime, workload=workload, run_id=run_id, run_dir=str(run_dir), image=img.ref, argv=argv,
-        env=env, mounts=mounts, accelerator=img.accelerator, gpus=gpu_ids,
+        env=env, user_env=dict(opts.env), mounts=mounts, accelerator=img.accelerator, gpus=gpu_ids,
         workdir=script_mod.SCRIPT_DIR if contained else str(Path.cwd()),   # as `python path/to/it.py` would
         user=f"{os.getuid()}:{os.getgid()}" if runtime == "docker" else None,
         ipc=facts.get("ipc") if runtime == "docker" else None, shm_size=facts.get("shm_size"),
@@ -371,25 +375,12 @@ def job_for(plan: plan_mod.RunPlan):
         from dnnbench.containers.engines import apptainer
         exe = apptainer.binary()
         return ProcessJob(plan_mod.apptainer_command(plan, exe)), plan_mod.command_line(plan, exe)
-    env, dropped = clean_env(os.environ)
+    env, dropped = environment.clean_env(os.environ)
     if dropped:
         warn(f"ignoring {', '.join(sorted(dropped))} from your shell: dnnbench starts torchrun itself "
              f"(--nproc, --gpus) and a stale rendezvous would wait for ranks that never come")
     env.update(plan_mod.host_env(plan))
     return ProcessJob(plan_mod.pinned(plan, plan.argv), env=env, cwd=plan.workdir), plan_mod.command_line(plan)
-
-
-# torchrun's and torch.distributed's rendezvous variables: a host run inherits the caller's
-# shell, and one left over from another job (or a Slurm step) would make the run wait for ranks
-RENDEZVOUS = ("WORLD_SIZE", "RANK", "LOCAL_RANK", "GROUP_RANK", "ROLE_RANK", "LOCAL_WORLD_SIZE",
-              "ROLE_WORLD_SIZE", "GROUP_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "TORCH_NCCL_ASYNC_ERROR_HANDLING")
-RENDEZVOUS_PREFIXES = ("TORCHELASTIC_", "PET_")
-
-
-def clean_env(environ) -> tuple[dict, list[str]]:
-    """The caller's environment without rendezvous variables, and the names dropped."""
-    dropped = [k for k in environ if k in RENDEZVOUS or k.startswith(RENDEZVOUS_PREFIXES)]
-    return {k: v for k, v in environ.items() if k not in dropped}, dropped
 
 
 def execute(plan: plan_mod.RunPlan, *, quiet: bool = False):

@@ -39,6 +39,7 @@ class RunOptions:
     items_per_step: Optional[int] = None                # what one of its steps holds, if no batch tells
     run_to_end: bool = False                            # let it finish instead of stopping after the windows
     unit: Optional[str] = None                          # what its items are (images, samples, tokens)
+    env: dict = field(default_factory=dict)             # --env: NAME -> value for the run's processes
     # Harness options (HOST_OPTIONS): None, or False for flags, means the workload's own default.
     batch_size: Optional[int] = None
     number: Optional[int] = None
@@ -63,7 +64,7 @@ class RunOptions:
 
 HOST_FIELDS = ("workload", "data", "gpus", "nproc", "runtime", "image", "base", "build", "results", "run_id",
                "timeout", "dry_run", "quiet", "extra", "profile", "cpuset", "memory", "run_dir", "script", "entry",
-               "items_per_step", "run_to_end", "unit")
+               "items_per_step", "run_to_end", "unit", "env")
 
 
 def harness_values(opts) -> dict:

@@ -32,6 +32,7 @@ class RunPlan:
     image: str | None                 # docker tag, .sif path, or None on the host runtime
     argv: list[str]                   # the command inside the container (or on the host)
     env: dict = field(default_factory=dict)
+    user_env: dict = field(default_factory=dict)  # of env, what --env gave: the result keeps it for reproduce
     mounts: list[Mount] = field(default_factory=list)
     accelerator: str = "none"         # nvidia | amd | none
     gpus: list[str] | None = None     # device ids; ["all"] for every GPU; None for CPU only

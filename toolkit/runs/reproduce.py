@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from dnnbench.errors import DnnbenchError
+from dnnbench.runs import environment
 from dnnbench.workloads import schema
 from dnnbench.workloads.options import BY_NAME, HOST_OPTIONS
 
@@ -85,7 +86,8 @@ def options_for(data: dict, *, runtime: str | None, image: str | None, results: 
         workload=data["workload"], data=Path(dataset) if dataset else None,
         gpus=",".join(gpus) if gpus else None, nproc=world if not gpus and world > 1 else None,
         runtime=runtime, image=_image(data, runtime, image), base=None, build=False, results=results,
-        run_id=run_id, quiet=quiet, extra=workload_args(opts), **harness)
+        run_id=run_id, quiet=quiet, extra=workload_args(opts),
+        env=environment.from_mapping(host.get("env") or {}, "the result's env"), **harness)
 
 
 def _warn_host_versions(data: dict) -> None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dnnbench import __version__, external, names
-from dnnbench.runs import lost_nodes, plan as plan_mod, training
+from dnnbench.runs import environment, lost_nodes, plan as plan_mod, training
 from dnnbench.runs import launch as run_mod
 from dnnbench.console import err, info, out
 from dnnbench.errors import DnnbenchError
@@ -27,32 +27,9 @@ SCRIPT = "job.sbatch"
 # fullmatch everywhere: `$` also matches before a trailing newline, which would end an #SBATCH line
 _TIME = re.compile(r"\d+|\d+:\d{2}|\d+:\d{2}:\d{2}|\d+-\d+|\d+-\d+:\d{2}|\d+-\d+:\d{2}:\d{2}")
 _NAME = re.compile(r"[A-Za-z0-9_.,+-]+")
-_ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=.*$")
 # Shell variables the script sets; kept unquoted through shlex by these stand-ins.
 _VARS = {"@NTASKS@": "${SLURM_NTASKS}", "@HEAD@": "${HEAD_ADDR}", "@PORT@": "${PORT}", "@JOB@": "${SLURM_JOB_ID}",
          "@RESUME@": "${RESUME}"}
-# Names the job's own machinery sets for each task: a user's value would be overwritten, or
-# (worse) believed by code that reads it, so --env refuses them. (prefixes or names, who sets them)
-_OWNED = ((("DNNBENCH_",), "dnnbench (--run-id, --results and --image say what it sets)"),
-          (("APPTAINERENV_", "SINGULARITYENV_"), "dnnbench, to pass --env through --cleanenv (give the name itself)"),
-          (("PYTHONNOUSERSITE",), "dnnbench, so that packages in ~/.local cannot shadow the image's"),
-          (("SLURM_", "HIP_VISIBLE_DEVICES") + plan_mod.STEP_DEVICES, "Slurm (--gpus-per-node chooses the GPUs)"),
-          (run_mod.RENDEZVOUS_PREFIXES + tuple(n for n in run_mod.RENDEZVOUS if n != "TORCH_NCCL_ASYNC_ERROR_HANDLING"),
-           "torchrun, from --nodes and --nproc-per-node"),
-          # the job script's own variables (templates/slurm.sbatch.j2; a test reads them off the
-          # scripts it writes): a user's export of one would be changed before the tasks start
-          (("HEAD", "HEAD_ADDR", "PORT", "TASK", "ADDR", "ROLE", "v", "RESUME", "BEFORE", "WARNED", "STEP", "CODE"),
-           "the job script"))
-
-
-def owner_of(name: str) -> str | None:
-    """Who sets the variable `name` in a job's tasks (None: the user may)."""
-    for owned, who in _OWNED:
-        if any(name == n or (n.endswith("_") and name.startswith(n)) for n in owned):
-            return who
-    return None
-
-
 @dataclass
 class SlurmOptions:
     run: run_mod.RunOptions                 # workload, data, image/base, runtime, harness options
@@ -91,13 +68,7 @@ def _check(o: SlurmOptions) -> None:
     for arg in o.sbatch_args:
         if not arg.startswith("--") or "\n" in arg:
             raise DnnbenchError(f"--sbatch-arg {arg!r}: give a long sbatch option, e.g. --sbatch-arg=--qos=high")
-    for item in o.env:
-        if not _ENV.match(item) or "\n" in item:
-            raise DnnbenchError(f"--env {item!r}: expected KEY=VALUE")
-        name = item.split("=", 1)[0]
-        who = owner_of(name)
-        if who:
-            raise DnnbenchError(f"--env {name}: set for each task by {who}")
+    environment.parse(o.env, slurm=True)
     if any("\n" in line for line in o.setup):
         raise DnnbenchError("--setup takes one shell line per use")
     if o.each_node and o.scaling:
@@ -242,7 +213,7 @@ def render(o: SlurmOptions, dry_run: bool = False) -> tuple[str, Path, str]:
                                         data_in=data_in, device=device)
     if o.scaling:
         module_args += ["--scaling-reference", f"{results_in}/reference/result.json"]
-    env = {"DNNBENCH_RUN_ID": run_id, **dict(item.split("=", 1) for item in o.env)}
+    env = {"DNNBENCH_RUN_ID": run_id, **environment.parse(o.env, slurm=True)}
     if img.ref:
         env["DNNBENCH_IMAGE"] = img.ref
     plan = plan_mod.RunPlan(runtime="singularity" if contained else "host", workload=workload, run_id=run_id,
@@ -278,11 +249,11 @@ def render(o: SlurmOptions, dry_run: bool = False) -> tuple[str, Path, str]:
     setup = list(o.setup)
     if not contained:
         setup += [f"export {k}={shlex.quote(v)}" for k, v in env.items()]
-    from dnnbench.containers.recipes import environment
+    from dnnbench.containers.recipes import environment as templates
     unit = f"{o.gpus_per_node} GPU(s)" if gpus else f"{per_node} CPU process(es)"
     if o.each_node:
         unit += ", each node on its own"
-    text = environment().get_template("slurm.sbatch.j2").render(
+    text = templates().get_template("slurm.sbatch.j2").render(
         title=f"{workload}: {o.nodes} node(s) x {unit} per node",
         version=__version__, script=run_dir / SCRIPT, directives=directives, setup=setup,
         run_dir=shlex.quote(str(run_dir)),

@@ -65,7 +65,8 @@ def load(path: Path) -> Suite:
             raise DnnbenchError(f"{path}:{line}: each job is a mapping with at least `workload:`")
         where = lambda key: f"{path}:{getattr(raw, 'key_lines', {}).get(key, line)}"  # noqa: E731
         own = suite_schema.check_job(raw, where)
-        job = {**defaults, **own, "options": {**defaults.get("options", {}), **own.get("options", {})}}
+        job = {**defaults, **own, "options": {**defaults.get("options", {}), **own.get("options", {})},
+               "env": {**defaults.get("env", {}), **own.get("env", {})}}
         workload, script = job.get("workload"), job.get("script")
         if script is not None:
             if workload is not None or job.get("train") is not None:
@@ -144,7 +145,7 @@ def _options(run: Run, *, results: Path, run_id: str, overrides: dict, gpus: str
         build=False, results=results, run_id=f"{results.name}.{run_id}".replace("/", "."),
         run_dir=results / run_id, timeout=spec.get("timeout"), quiet=True,
         batch_size=run.batch_size, amp=run.amp, extra=[str(x) for x in spec.get("extra") or []],
-        cpuset=cpuset, memory=memory, **{key: _option(key, opts, overrides) for key in OPTION_NAMES},
+        cpuset=cpuset, memory=memory, env=dict(spec.get("env") or {}), **{key: _option(key, opts, overrides) for key in OPTION_NAMES},
         **_script_options(spec))
 
 

@@ -94,6 +94,7 @@ def job_fields(max_copies: int) -> dict:
         image=(Optional[str], None),
         base=(Optional[str], None),
         runtime=(Optional[Literal[RUNTIMES]], None),
+        env=(Optional[dict[str, Scalar]], None),      # `--env` of each run (dnnbench.runs.environment)
     )
 
 
@@ -143,6 +144,12 @@ def check_job(job: dict, where) -> dict:
         key, text = _message(exc, JOB_KEYS)
         raise DnnbenchError(f"{where(key)}: {text}") from None
     out = {k: v for k, v in checked.model_dump().items() if k in job}
+    if checked.env is not None:
+        from dnnbench.runs import environment
+        try:
+            out["env"] = environment.from_mapping(checked.env, "env")
+        except DnnbenchError as exc:
+            raise DnnbenchError(f"{where('env')}: {exc}") from None
     out["options"] = {k: v for k, v in (checked.options.model_dump() if checked.options else {}).items()
                       if k in (job.get("options") or {})}
     if checked.train is not None:
