@@ -234,6 +234,12 @@ def test_dataset_fingerprint(tmp_path):
     two = manifest.dataset_fingerprint(str(tmp_path))
     assert (two["files"], two["bytes"]) == (2, 15) and two["list_sha256"] != one["list_sha256"]
     assert manifest.dataset_fingerprint(None) is None
+    # links back up the tree (three per folder: 3**40 paths if each were walked until ELOOP)
+    for i in range(3):
+        (tmp_path / "train" / "a" / f"up{i}").symlink_to("..")
+        (tmp_path / "train" / f"top{i}").symlink_to(tmp_path)
+    looped = manifest.dataset_fingerprint(str(tmp_path))
+    assert (looped["files"], looped["bytes"]) == (2, 15)
 
 
 def test_gpu_state_at_start_from_nvml(monkeypatch):

@@ -55,6 +55,7 @@ jobs:
     # a job's env: over the defaults' env:, kept in each result and seen by the run's process
     assert script["host"]["env"] == {"MY_SETTING": "b", "OMP_NUM_THREADS": "1"}
     assert trained["host"]["env"] == {"MY_SETTING": "a", "OMP_NUM_THREADS": "1"}
+    assert trained["manifest"]["thread_env"]["OMP_NUM_THREADS"] == "1" and trained["manifest"]["seed"] == 0
     report = json.loads(dnnbench("report", folder, "-f", "json", check=0).stdout)
     rows = {r["job"]: r for r in report["jobs"]}
     assert rows["resnet18-bs4"]["reached"] == "0/1" and rows["resnet18-bs4"]["best"] is not None

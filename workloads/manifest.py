@@ -60,9 +60,14 @@ def dataset_fingerprint(path):
     root = os.path.abspath(path)
     entries = []
     stack = [root]
+    seen = set()   # folders by (device, inode): a link back up the tree is walked once, not forever
     while stack:
         folder = stack.pop()
         try:
+            st = os.stat(folder)
+            if (st.st_dev, st.st_ino) in seen:
+                continue
+            seen.add((st.st_dev, st.st_ino))
             with os.scandir(folder) as it:
                 for e in it:
                     if e.is_dir(follow_symlinks=True):

@@ -254,7 +254,7 @@ class _Training(object):
 
     def __init__(self, workload, task_class, args, dist, result):
         import torch
-        from . import allocator, compat, system
+        from . import allocator, compat, manifest, system
 
         malloc = allocator.keep_mapped()   # before the loader's workers fork
         self.device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
@@ -265,6 +265,8 @@ class _Training(object):
         self.task = task = task_class(workload, args, dist, self.device)
         result["options"] = dict(sorted(vars(args).items()), lr=task.base_lr, weight_decay=workload.weight_decay,
                                  device=self.device, **task.facts)
+        # the same reproducibility facts a benchmark run keeps (seed, dataset, image, threads)
+        result["manifest"] = manifest.collect(args, self.device, result["system"], dist.rank)
         torch.manual_seed(args.seed)
         model = workload.build(args).to(self.device)
         if args.channels_last:
