@@ -39,6 +39,7 @@ def test_bases_table():
     (["run", "resnet18", "--env", "NOVALUE", "--dry-run"], ["--env 'NOVALUE'", "KEY=VALUE"]),
     (["run", "resnet18", "--env", "1A=x", "--dry-run"], ["--env '1A'", "letters, digits"]),
     (["run", "resnet18", "--env", "A=b\x1b[2J", "--dry-run"], ["--env A", "printable"]),
+    (["run", "resnet18", "--env", 'A="x"', "--dry-run"], ["--env A", "double quote"]),
     (["run", "resnet18", "--env", "DNNBENCH_RUN_ID=x", "--dry-run"], ["--env DNNBENCH_RUN_ID", "by dnnbench"]),
     (["run", "resnet18", "--env", "RANK=1", "--dry-run"], ["--env RANK", "by torchrun"]),
     (["run", "resnet18", "--env", "CUDA_VISIBLE_DEVICES=1", "--dry-run"], ["--env CUDA_VISIBLE_DEVICES", "--gpus"]),

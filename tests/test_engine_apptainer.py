@@ -33,6 +33,23 @@ def test_sif_run_writes_result_and_data_is_read_only(built_sif, tmp_path, fake_i
     assert code != 0 and "Read-only file system" in (tmp_path / "ro" / "log.txt").read_text()
 
 
+# values Apptainer's --env flag splits or mangles unless dnnbench quotes them (a map flag: an
+# argument with more than one '=' is read as a CSV line)
+TRICKY = {"NCCL_IB_HCA": "=mlx5_0:1,mlx5_1:1", "A1": "a,b", "A2": 'x"y,z', "A3": 'k="v",w=2', "A4": "a=b,c=d",
+          "A5": "sp ace's", "A6": "", "A7": "=", "A8": ",", "A9": 'in"side'}
+
+
+def test_env_values_reach_a_sif_run_whole(built_sif, tmp_path):
+    from dnnbench.runs.launch import RunOptions, build_plan, execute
+    plan = build_plan(RunOptions(workload="resnet18", runtime="singularity", image=str(built_sif),
+                                 results=tmp_path, run_id="env", env=TRICKY))
+    plan.argv = ["python3", "-c", "import json, os; json.dump({k: os.environ.get(k) for k in %r}, "
+                 "open('/results/env.json', 'w'))" % sorted(TRICKY)]
+    execute(plan, quiet=True)   # writes no result.json: only what it saw matters here
+    assert (tmp_path / "env" / "env.json").exists(), (tmp_path / "env" / "log.txt").read_text()[-2000:]
+    assert json.loads((tmp_path / "env" / "env.json").read_text()) == TRICKY
+
+
 def test_sif_labels_listed(built_sif):
     res = dnnbench("images", "--sif-dir", built_sif.parent, check=0)
     assert built_sif.name[:20] in res.stdout

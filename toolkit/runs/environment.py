@@ -54,6 +54,8 @@ def check(name, value, flag: str = "--env", slurm: bool = False) -> tuple[str, s
     text = str(value)
     if any(ord(c) < 32 or ord(c) == 127 for c in text):   # a newline would end a job script's line
         raise DnnbenchError(f"{flag} {name}: the value must be one line of printable text")
+    if text[:1] == '"' or text[-1:] == '"':   # Apptainer's --env strips them (no quoting keeps them)
+        raise DnnbenchError(f"{flag} {name}: the value may not start or end with a double quote")
     if len(text) > MAX_VALUE:
         raise DnnbenchError(f"{flag} {name}: the value is over {MAX_VALUE} characters")
     who = owner_of(name, slurm)

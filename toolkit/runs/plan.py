@@ -142,8 +142,17 @@ def apptainer_command(plan: RunPlan, exe: str = "apptainer") -> list[str]:
     for m in plan.mounts:
         cmd += ["--bind", apptainer_bind(m)]
     for k, v in apptainer_env(plan).items():
-        cmd += ["--env", f"{k}={v}"]
+        cmd += ["--env", env_arg(k, v)]
     return pinned(plan, cmd + [plan.image or "IMAGE.sif"] + chain(plan))
+
+
+def env_arg(name: str, value) -> str:
+    """One `--env` argument that Apptainer reads back as NAME=value. Its flag (a map of strings)
+    keeps an argument with one '=' whole (commas too), but reads one with more as a CSV line,
+    split at commas: NCCL_IB_HCA==mlx5_0,mlx5_1 would lose its second HCA. That one goes as a
+    single quoted CSV field."""
+    item = f"{name}={value}"
+    return '"' + item.replace('"', '""') + '"' if item.count("=") > 1 else item
 
 
 # --cleanenv drops the step's CUDA_VISIBLE_DEVICES (and ROCm's), so a Slurm step would see every
