@@ -585,12 +585,12 @@ def test_the_sampler_runs_on_a_cpu_with_a_fake_nvml(tmp_path, monkeypatch):
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     monkeypatch.setattr(telemetry, "_nvml", SamplingNVML)
     assert telemetry.start("cpu", str(tmp_path)) is None            # a CPU run samples nothing
+    t0 = time.time()   # before the sampler starts: under load its first samples may come first
     sampler = telemetry.start("cuda", str(tmp_path), interval=0.01)
-    t0 = time.time()
     deadline = time.monotonic() + 60
     while len(sampler.rows) < 5 and time.monotonic() < deadline:
         time.sleep(0.01)
-    summary = sampler.stop(t0, time.time())
+    summary = sampler.stop(t0, time.time())   # every row seen so far lies in [t0, now]
     rows = list(csv.DictReader(open(tmp_path / "telemetry-gpu0.csv")))
     assert len(rows) >= 5 and set(rows[0]) == set(telemetry.FIELDS)
     assert summary["samples"] >= 4 and summary["gpus"] == [0]
