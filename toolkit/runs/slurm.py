@@ -30,6 +30,8 @@ _NAME = re.compile(r"[A-Za-z0-9_.,+-]+")
 # Shell variables the script sets; kept unquoted through shlex by these stand-ins.
 _VARS = {"@NTASKS@": "${SLURM_NTASKS}", "@HEAD@": "${HEAD_ADDR}", "@PORT@": "${PORT}", "@JOB@": "${SLURM_JOB_ID}",
          "@RESUME@": "${RESUME}"}
+
+
 @dataclass
 class SlurmOptions:
     run: run_mod.RunOptions                 # workload, data, image/base, runtime, harness options

@@ -145,7 +145,8 @@ def _options(run: Run, *, results: Path, run_id: str, overrides: dict, gpus: str
         build=False, results=results, run_id=f"{results.name}.{run_id}".replace("/", "."),
         run_dir=results / run_id, timeout=spec.get("timeout"), quiet=True,
         batch_size=run.batch_size, amp=run.amp, extra=[str(x) for x in spec.get("extra") or []],
-        cpuset=cpuset, memory=memory, env=dict(spec.get("env") or {}), **{key: _option(key, opts, overrides) for key in OPTION_NAMES},
+        cpuset=cpuset, memory=memory, env=dict(spec.get("env") or {}),
+        **{key: _option(key, opts, overrides) for key in OPTION_NAMES},
         **_script_options(spec))
 
 
