@@ -175,13 +175,14 @@ def write_atomic_bytes(path, data, mode=0o644, durable=True):
     write_atomic_with(path, lambda fh: fh.write(data), mode, durable)
 
 
-def write_atomic_with(path, fill, mode=0o644, durable=True):
+def write_atomic_with(path, fill, mode=0o644, durable=True, prefix=".tmp-"):
     """write_atomic_bytes for a writer: `fill(fh)` writes into the temp file's binary file
-    object (torch.save streams a checkpoint there, with no copy of it in memory)."""
+    object (a checkpoint streams there, with no copy of it in memory). `prefix` names the
+    temp file, so its writer can find and remove what a killed write left."""
     path = os.fspath(path)
     folder = os.path.dirname(path) or "."
     _check_target(path)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=folder)
+    fd, tmp = tempfile.mkstemp(prefix=prefix, dir=folder)
     try:
         with os.fdopen(fd, "wb") as fh:
             fill(fh)

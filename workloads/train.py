@@ -14,14 +14,15 @@ A run is deterministic given its seed: the order of samples is a permutation dra
 a checkpoint taken mid-epoch continues the same trajectory. Checkpoints are written atomically
 in the run folder at each epoch end, every --checkpoint-every minutes and on SIGINT/SIGTERM/
 SIGUSR1 (at the next step boundary, then the run exits 130 with a resumable partial result);
-the last two are kept, and a damaged newest one falls back to the one before it.
+the last two are kept. They are data only, never a pickle (checkpoint.py): a resume reads the
+run's own options from its folder, refuses to change those that define the trajectory, checks
+each checkpoint against the run and passes over one that does not fit for the one before it;
+until a resume has succeeded, the partial result in the folder is left as it was.
 
 Python 3.7+, stdlib + torch/torchvision, like the rest of the container side.
 """
 import argparse
-import copy
-import glob
-import io
+import hashlib
 import math
 import os
 import random
@@ -32,13 +33,12 @@ import time
 import uuid
 from datetime import datetime
 
-from . import ending, fileio, options, schema, train_tasks, windows
+from . import checkpoint, ending, fileio, options, schema, train_tasks, windows
 from .errors import UsageError
 from .options import Option
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NAN, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
-CHECKPOINT_GLOB = "checkpoint-*.pt"
-KEEP = 2
+KEEP = checkpoint.KEEP
 STOP_EVERY = 8   # steps between the ranks' agreement on a signal (a tiny all-reduce)
 
 TRAIN_OPTIONS = (
@@ -82,79 +82,6 @@ def parser_for(workload):
     return p
 
 
-class Checkpoints(object):
-    """checkpoint-EEEE-SSSSSSS.pt in the run folder: atomic, the last KEEP kept. The training
-    waits only for a copy of the state (CPU tensors); serializing, writing and fsync run in a
-    thread while it goes on, one write at a time (`wait` before the next, and before exit)."""
-
-    def __init__(self, folder):
-        self.folder = folder
-        self._writer, self._error = None, None
-
-    def paths(self):
-        return sorted(glob.glob(os.path.join(self.folder, CHECKPOINT_GLOB)))
-
-    def save(self, state, wait=False):
-        import threading
-        import torch
-        self.wait()
-        snapshot = _copy_state(state)
-        path = os.path.join(self.folder, "checkpoint-%04d-%07d.pt" % (state["epoch"], state["step"]))
-
-        def write():
-            try:
-                fileio.write_atomic_with(path, lambda fh: torch.save(snapshot, fh))
-                for old in self.paths()[:-KEEP]:
-                    fileio.remove_file(old)
-            except BaseException as exc:  # noqa: BLE001 - raised in the training thread by wait()
-                self._error = exc
-        self._writer = threading.Thread(target=write, name="checkpoint-writer")
-        self._writer.start()
-        if wait:
-            self.wait()
-        return path
-
-    def wait(self):
-        """Until the last checkpoint is on disk; its failure raised here."""
-        if self._writer is not None:
-            self._writer.join()
-            self._writer = None
-        if self._error is not None:
-            exc, self._error = self._error, None
-            raise exc
-
-    def load(self):
-        """The newest checkpoint that loads, and the warnings about those that did not."""
-        import torch
-        warnings = []
-        for path in reversed(self.paths()):
-            try:
-                data = fileio.read_bytes(path, max_bytes=64 * 2**30)
-                state = torch.load(io.BytesIO(data), map_location="cpu", weights_only=False)
-                if not isinstance(state, dict) or "model" not in state:
-                    raise ValueError("not a dnnbench checkpoint")
-                return state, warnings
-            except Exception as exc:  # noqa: BLE001 - a damaged checkpoint falls back to the one before
-                warnings.append("checkpoint %s is damaged (%s): using the one before it"
-                                % (os.path.basename(path), str(exc).strip()[:200]))
-        return None, warnings
-
-
-def _copy_state(value):
-    """A checkpoint's state as it is now, for the writer thread: tensors copied to the CPU,
-    containers rebuilt (the training goes on changing the originals)."""
-    import torch
-    if isinstance(value, torch.Tensor):
-        return value.detach().to("cpu", copy=True)
-    if isinstance(value, dict):
-        return type(value)((k, _copy_state(v)) for k, v in value.items())
-    if isinstance(value, tuple) and hasattr(value, "_fields"):   # a namedtuple
-        return type(value)(*[_copy_state(v) for v in value])
-    if isinstance(value, (list, tuple)):
-        return type(value)(_copy_state(v) for v in value)
-    return copy.deepcopy(value)
-
-
 class Stopper(object):
     """SIGINT/SIGTERM/SIGUSR1 counted, acted on at the next step boundary."""
 
@@ -170,9 +97,71 @@ class Stopper(object):
         self.signal = signum
 
 
+def given_options(workload, argv):
+    """The options this command line names (the rest are defaults, or on --resume the run's own)."""
+    p = parser_for(workload)
+    for a in p._actions:
+        if a.dest != "help":
+            a.default = argparse.SUPPRESS
+    return set(vars(p.parse_known_args(argv)[0]))
+
+
+def _options_of(args, parser):
+    """The run's options as the checkpoint record keeps them (the parser's own, JSON values)."""
+    return dict((a.dest, getattr(args, a.dest)) for a in parser._actions
+                if a.dest not in ("help", "resume", "results") and hasattr(args, a.dest))
+
+
+def resume_options(workload, args, given):
+    """--resume: the run's own options from its folder's checkpoint record (what this command
+    line gives may change only what checkpoint.MAY_CHANGE lists); the record."""
+    try:
+        record = checkpoint.read_record(args.results)
+    except checkpoint.Damaged as exc:
+        raise UsageError("--resume: %s" % exc)
+    if record is None:
+        raise UsageError("--resume: %s holds no checkpoint that loads (no %s, where a run records its checkpoints)"
+                         % (args.results, checkpoint.RECORD))
+    if record["workload"] != workload.name:
+        raise UsageError("--resume: %s holds a run of %s, not %s" % (args.results, str(record["workload"])[:40],
+                                                                     workload.name))
+    p = parser_for(workload)
+
+    def refuse(msg):
+        raise UsageError("--resume: the run's recorded options do not parse (%s)" % msg)
+    p.error = refuse
+    argv = ["--data", args.data]
+    by_dest = dict((a.dest, a) for a in p._actions if a.option_strings)
+    recorded = record["options"]
+    for dest, value in sorted(recorded.items()):
+        a = by_dest.get(dest)
+        if a is None or dest in ("data", "results", "resume", "help") or value is None:
+            continue
+        if a.nargs == 0:
+            argv += [a.option_strings[-1]] if value is True else []
+        elif isinstance(value, list):
+            argv += [a.option_strings[-1]] + [repr(v) if isinstance(v, float) else str(v) for v in value]
+        else:
+            argv += [a.option_strings[-1], repr(value) if isinstance(value, float) else str(value)]
+    theirs = p.parse_args(argv)
+    differ = []
+    for dest in sorted(recorded):
+        if dest not in by_dest or dest in ("data", "results", "resume", "help"):
+            continue
+        value = getattr(theirs, dest)
+        if dest not in given:
+            setattr(args, dest, value)
+        elif getattr(args, dest) != value and dest not in checkpoint.MAY_CHANGE:
+            differ.append((dest, getattr(args, dest), value))
+    if differ:
+        raise UsageError(checkpoint.refusal(differ))
+    return record
+
+
 def run(workload, argv):
     from .harness import Distributed
     args = parser_for(workload).parse_args(argv)
+    given = given_options(workload, argv)
     try:
         dist = Distributed()
     except UsageError as exc:
@@ -188,6 +177,8 @@ def run(workload, argv):
         "verdict": None, "training": None,
     }
     out_path = os.path.join(args.results, schema.RESULT_FILE)
+    # a resume that fails before it has taken up a checkpoint leaves the partial result as it was
+    guard = {"keep_partial": bool(args.resume)}
     stopper = Stopper()
     code = EXIT_ERROR
     try:
@@ -195,7 +186,7 @@ def run(workload, argv):
         if task is None:
             raise UsageError("training mode covers the image classifiers and ncf for now; %s is not one "
                              "(`dnnbench workloads NAME` says what each evaluates)" % workload.name)
-        code = _train(workload, task, args, dist, result, stopper)
+        code = _train(workload, task, args, dist, result, stopper, given, guard)
     except UsageError as exc:
         result.update(status="error", message=str(exc))
         _log("error: %s" % exc)
@@ -218,7 +209,7 @@ def run(workload, argv):
             result["verdict"] = verdict.judge(result)
         except Exception as exc:  # noqa: BLE001 - a verdict never costs the result
             result["verdict"] = {"label": "unknown", "evidence": ["no verdict: %s" % exc], "hint": None}
-        if dist.rank == 0:
+        if dist.rank == 0 and not guard["keep_partial"]:
             try:
                 fileio.make_dirs(args.results)
                 schema.write_atomic(out_path, result)
@@ -230,12 +221,16 @@ def run(workload, argv):
     return code
 
 
-def _train(workload, task_class, args, dist, result, stopper):
+def _train(workload, task_class, args, dist, result, stopper, given, guard):
     """Set up (or resume), then epochs until the target, --epochs or --max-time; a signal stops
     it after a step that every rank agrees on, with a checkpoint to resume from."""
+    record = resume_options(workload, args, given) if args.resume else None
     run = _Training(workload, task_class, args, dist, result)
-    if args.resume:
-        run.resume()
+    if record is not None:
+        run.resume(record)
+        guard["keep_partial"] = False
+    else:
+        run.start_record()
     run.begin_segment()
     while run.epoch < args.epochs:
         code, train_loss = run.epoch_steps(stopper)
@@ -281,37 +276,73 @@ class _Training(object):
             "resumed_from": None}, **task.facts)
         result["training"] = self.training
         fileio.make_dirs(args.results)
-        self.ckpt = Checkpoints(args.results)
+        self.ckpt = checkpoint.Checkpoints(args.results, _log)
+        if dist.rank == 0:
+            self.ckpt.clean_temporaries()
         self.workload, self.args, self.dist, self.result = workload, args, dist, result
         self.epoch, self.step_in_epoch = 0, 0
         self.tag = "[%s train]" % workload.name
+        # what a checkpoint must match: the data it was trained on, the ranks, the options
+        classes = getattr(task, "classes", None)
+        self.identity = {"workload": workload.name, "world_size": dist.world_size, "facts": dict(task.facts),
+                         "num_classes": len(classes) if classes else None,
+                         "classes": hashlib.sha256("\n".join(classes).encode("utf-8")).hexdigest()
+                         if classes else None}
+        self.options = dict(_options_of(args, parser_for(workload)), lr=task.base_lr, device=self.device)
 
-    def resume(self):
-        """Model, optimizer, scaler, RNGs and the record so far, from the newest checkpoint that loads."""
-        import torch
-        state, warnings = self.ckpt.load()
-        for w in warnings:
-            _log("warning: " + w)
-        if state is None:
-            raise UsageError("--resume: %s holds no checkpoint that loads" % self.args.results)
-        self.model.load_state_dict(state["model"])
-        self.opt.load_state_dict(state["optimizer"])
-        if self.scaler is not None and state.get("scaler"):
-            self.scaler.load_state_dict(state["scaler"])
-        self.epoch, self.step_in_epoch = state["epoch"], state["step"]
-        rng = state.get("rng") or {}
-        if rng.get("torch") is not None:
-            torch.set_rng_state(rng["torch"])
-        if rng.get("python") is not None:
-            random.setstate(rng["python"])
+    def start_record(self):
+        """A new run: its record (options, identity), no checkpoints yet."""
+        if self.dist.rank == 0:
+            self.ckpt.start({"workload": self.workload.name, "options": self.options, "identity": self.identity,
+                             "checkpoints": []})
+
+    def resume(self, record):
+        """Model, optimizer, scaler, RNGs and the record so far, from the newest recorded checkpoint
+        that fits this run; each one passed over is named with the reason."""
+        if record["identity"] != self.identity:
+            raise UsageError("--resume: this is not the run's data or ranks (%s)"
+                             % checkpoint._identity_difference(record["identity"], self.identity))
+        fixed = dict((k, v) for k, v in self.options.items() if k not in checkpoint.MAY_CHANGE)
+        run = checkpoint.Run(self.workload.name, self.identity, fixed, self.model, self.opt, self.scaler,
+                             self.task.metric, self.task.steps())
+        names = list(reversed(record["checkpoints"]))
+        for k, name in enumerate(names):
+            try:
+                state = self.ckpt.load(name)
+                why = checkpoint.problem(state, run)
+                if why:
+                    raise checkpoint.Damaged(why)
+                self._take_up(state)
+                break
+            except (checkpoint.Damaged, RuntimeError, KeyError, TypeError, ValueError) as exc:
+                _log("warning: checkpoint %s is damaged (%s): %s" % (name, str(exc).strip()[:300], "using the one "
+                     "before it" if k + 1 < len(names) else "no checkpoint before it"))
+        else:
+            raise UsageError("--resume: %s holds no checkpoint that fits this run (%d recorded, each passed over "
+                             "above)" % (self.args.results, len(names)) if names else
+                             "--resume: %s holds no checkpoint that loads (none recorded)" % self.args.results)
+        if self.dist.rank == 0:
+            self.ckpt.start(dict(record, options=self.options))
         training = self.training
-        training.update(state["training"])
-        training.pop("resumable", None)
-        self.result["windows"] = list(state.get("windows", []))
-        self.result["loss"] = list(state.get("loss", []))
         training["resumed_from"] = "epoch %d step %d" % (self.epoch, self.step_in_epoch)
         _log("resumed from epoch %d, step %d (%.1f s on the clock so far)" % (self.epoch, self.step_in_epoch,
                                                                             training["on_clock_s"]))
+
+    def _take_up(self, state):
+        """A checked state into the model, optimizer, scaler, RNGs and the record."""
+        import torch
+        self.model.load_state_dict(state["model"])
+        self.opt.load_state_dict(state["optimizer"]["state"])
+        if self.scaler is not None:
+            self.scaler.load_state_dict(state["scaler"])
+        torch.set_rng_state(state["rng"]["torch"])
+        random.setstate(state["rng"]["python"])
+        self.epoch, self.step_in_epoch = state["epoch"], state["step"]
+        for k in ("epochs", "segments", "on_clock_s", "best", "reached", "time_to_target_s", "reached_at_epoch"):
+            if k in state["training"]:
+                self.training[k] = state["training"][k]
+        self.result["windows"] = list(state["windows"])
+        self.result["loss"] = list(state["loss"])
 
     def begin_segment(self):
         """This start's segment of the record, and the clock that goes on from the last one."""
@@ -337,7 +368,9 @@ class _Training(object):
     def state_now(self, e, s):
         import torch
         self.training["on_clock_s"] = self.on_clock()
-        return {"model": self.model.state_dict(), "optimizer": self.opt.state_dict(),
+        return {"workload": self.workload.name, "identity": self.identity, "options": self.options,
+                "model": self.model.state_dict(),
+                "optimizer": {"kind": type(self.opt).__name__, "state": self.opt.state_dict()},
                 "scaler": self.scaler.state_dict() if self.scaler is not None else None, "epoch": e, "step": s,
                 "training": self.training, "windows": self.result["windows"],
                 "loss": self.result["loss"][-10000:],

@@ -70,6 +70,7 @@ class Classification(object):
             raise UsageError("%s/train has %d images, fewer than one batch of %d" % (args.data, len(train),
                                                                                     args.batch_size))
         self.train = Seeded(train, args.seed)
+        self.classes = list(train.classes)      # a checkpoint is resumed on these classes only
         workload.num_classes = len(train.classes)
         self.base_lr = args.lr if args.lr is not None else workload.default_lr(args.batch_size * dist.world_size)
         self.facts = {"image_size": size, "train_transform": "RandomResizedCrop(%d) + flip" % size,
@@ -78,6 +79,10 @@ class Classification(object):
 
     def lr_at(self, epoch):
         return self.base_lr * (0.1 ** (epoch // self.args.lr_step))
+
+    def steps(self):
+        """Steps in an epoch (what batches() yields from step 0)."""
+        return (len(self.train) // self.dist.world_size) // self.args.batch_size
 
     def optimizer(self, model):
         import torch
@@ -201,6 +206,9 @@ class Recommendation(object):
 
     def lr_at(self, epoch):
         return self.base_lr
+
+    def steps(self):
+        return (len(self.train_u) // self.dist.world_size) // (self.args.batch_size // (1 + self.NEGATIVES))
 
     def optimizer(self, model):
         import torch
