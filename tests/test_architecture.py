@@ -202,3 +202,58 @@ def test_the_file_layer_check_finds_a_bare_open(tmp_path):
     planted = tmp_path / "m.py"
     planted.write_text('with open(p, "w") as fh:\n    fh.write(x)\nPath(p).write_text("")\nfileio.read_text(p)\n')
     assert sorted(n for n, _ in _calls_around_the_file_layer(planted)) == [1, 3]
+
+
+# Readers that can run code from the bytes they read (a pickle's __reduce__). Checkpoints,
+# results, plans and state files are data: workloads/checkpoint.py reads tensors and JSON only,
+# so nothing here may unpickle, torch.load included (its weights_only mode had bypasses).
+_UNPICKLERS = {"pickle", "cPickle", "_pickle", "dill", "cloudpickle", "joblib", "shelve", "marshal"}
+_CODE_FROM_DATA: dict[tuple[str, str], str] = {}   # (module, fragment of the line) -> reason; none so far
+
+
+def _loaders_that_run_code(path: Path) -> list[tuple[int, str]]:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    found = []
+    for node in ast.walk(ast.parse("\n".join(lines))):
+        hit = False
+        if isinstance(node, ast.Import):
+            hit = any(alias.name.split(".")[0] in _UNPICKLERS for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            hit = (node.module or "").split(".")[0] in _UNPICKLERS or (node.module or "").startswith(
+                "torch") and any(alias.name == "load" for alias in node.names)
+        elif isinstance(node, ast.Call):
+            f = node.func
+            dotted = []
+            while isinstance(f, ast.Attribute):
+                dotted.append(f.attr)
+                f = f.value
+            if isinstance(f, ast.Name):
+                dotted.append(f.id)
+            dotted.reverse()
+            hit = len(dotted) >= 2 and (dotted[0] in _UNPICKLERS or dotted[0] == "torch" and dotted[-1] in (
+                "load", "loads") or dotted[-1] in ("Unpickler", "load_state") and dotted[0] != "self") \
+                or any(k.arg == "allow_pickle" for k in node.keywords)
+        if hit:
+            found.append((node.lineno, lines[node.lineno - 1].strip()))
+    return found
+
+
+def test_nothing_read_back_can_run_code():
+    """A results folder is often shared: no reader on the host or container side unpickles
+    (pickle, dill, torch.load, numpy's allow_pickle), unless listed above with its reason."""
+    stray = []
+    for path in modules().values():
+        rel = path.relative_to(ROOT).as_posix()
+        for lineno, line in _loaders_that_run_code(path):
+            if not any(rel == mod and fragment in line for mod, fragment in _CODE_FROM_DATA):
+                stray.append(f"{rel}:{lineno}: {line}")
+    assert not stray, "a reader that can run code from a file:\n" + "\n".join(stray)
+
+
+def test_the_unpickler_check_finds_each_kind(tmp_path):
+    planted = tmp_path / "m.py"
+    planted.write_text("import pickle\nfrom dill import loads\nx = torch.load(p, weights_only=True)\n"
+                       "y = torch.serialization.load(p)\nz = np.load(p, allow_pickle=True)\n"
+                       "w = torch.jit.load(p)\nfrom torch.serialization import load\nfileio.read_json(p)\n"
+                       "import json\nmodel.load_state_dict(sd)\n")
+    assert sorted(n for n, _ in _loaders_that_run_code(planted)) == [1, 2, 3, 4, 5, 6, 7]
