@@ -372,7 +372,7 @@ def problem(state, run):
     if state["workload"] != run.workload:
         return "it is a %s checkpoint, not %s" % (_show(state["workload"])[:40], run.workload)
     if state["identity"] != run.identity:
-        return "its data or ranks differ from this run's (%s)" % _identity_difference(state["identity"], run.identity)
+        return "its data or ranks differ from this run's (%s)" % identity_difference(state["identity"], run.identity)
     options = state["options"]
     if not isinstance(options, dict) or any(options.get(k) != v for k, v in run.fixed_options.items()):
         return "its options are not this run's"
@@ -403,12 +403,22 @@ def problem(state, run):
     return None
 
 
-def _identity_difference(there, here):
+def identity_difference(there, here):
+    """In words: how the identity of a run's data and ranks `there` differs from `here`."""
     if not isinstance(there, dict):
-        return "no identity"
-    for k in sorted(here):
-        if there.get(k) != here[k]:
-            return "%s: %s there, %s here" % (k, _show(there.get(k))[:60], _show(here[k])[:60])
+        return "no identity recorded"
+    if there.get("workload") != here["workload"]:
+        return "workload: %s there, %s here" % (_show(there.get("workload"))[:40], here["workload"])
+    if there.get("num_classes") != here["num_classes"]:
+        return "classes: %s there, %s here" % (_show(there.get("num_classes"))[:20], _show(here["num_classes"]))
+    if there.get("classes") != here["classes"]:
+        return "classes: the same number, other names"
+    if there.get("world_size") != here["world_size"]:
+        return "ranks: %s there, %d here" % (_show(there.get("world_size"))[:20], here["world_size"])
+    facts = there.get("facts") if isinstance(there.get("facts"), dict) else {}
+    for k in sorted(here["facts"]):
+        if facts.get(k) != here["facts"][k]:
+            return "%s: %s there, %s here" % (k, _show(facts.get(k))[:40], _show(here["facts"][k])[:40])
     return "other fields"
 
 

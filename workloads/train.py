@@ -301,7 +301,7 @@ class _Training(object):
         that fits this run; each one passed over is named with the reason."""
         if record["identity"] != self.identity:
             raise UsageError("--resume: this is not the run's data or ranks (%s)"
-                             % checkpoint._identity_difference(record["identity"], self.identity))
+                             % checkpoint.identity_difference(record["identity"], self.identity))
         fixed = dict((k, v) for k, v in self.options.items() if k not in checkpoint.MAY_CHANGE)
         run = checkpoint.Run(self.workload.name, self.identity, fixed, self.model, self.opt, self.scaler,
                              self.task.metric, self.task.steps())
