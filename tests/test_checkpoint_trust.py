@@ -499,3 +499,43 @@ def test_tensors_of_every_kind_come_back_bit_for_bit():
     back = checkpoint.read(buf.getvalue())
     for k, t in state.items():
         assert back[k].dtype == t.dtype and back[k].shape == t.shape and torch.equal(back[k], t), k
+
+
+# ---- a suite's train: job ----------------------------------------------------------------------
+
+def test_a_suite_resumes_an_interrupted_train_job_from_its_checkpoints(tmp_path, small_digits):
+    """SIGTERM to `suite run` mid-training (exit 130, checkpoints kept); `suite run --resume`
+    goes on from them instead of removing the folder and training from scratch."""
+    import time
+
+    def suite(epochs):
+        path = tmp_path / "s.yaml"
+        path.write_text(f"name: t\njobs:\n  - workload: resnet18\n    data: {small_digits}\n    runtime: host\n"
+                        f"    batch_size: 32\n    options: {{workers: 0}}\n"
+                        f"    train: {{epochs: {epochs}, image_size: 16}}\n")
+        return path
+    run_dir = tmp_path / "r" / "t" / "resnet18-bs32" / "r1"
+    p = subprocess.Popen([sys.executable, "-m", "dnnbench", "suite", "run", str(suite(50)), "--results",
+                          str(tmp_path / "r")], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.time() + 600
+    while time.time() < deadline and p.poll() is None:
+        try:
+            if checkpoint.read_record(str(run_dir))["checkpoints"]:
+                break
+        except (TypeError, checkpoint.Damaged):
+            pass
+        time.sleep(0.5)
+    p.send_signal(signal.SIGTERM)
+    out, _ = p.communicate(timeout=600)
+    assert p.returncode == 130, out[-3000:]
+    cut = json.loads((run_dir / "result.json").read_text())
+    assert cut["status"] == "interrupted" and cut["training"]["epochs"]
+    # the suite file now asks for fewer epochs (an option a resume may change): no long training
+    res = subprocess.run([sys.executable, "-m", "dnnbench", "suite", "run", str(suite(2)), "--results",
+                          str(tmp_path / "r"), "--resume"], capture_output=True, text=True, timeout=900)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    data = json.loads((run_dir / "result.json").read_text())
+    assert data["status"] == "ok" and data["training"]["resumed_from"] is not None
+    assert len(data["training"]["segments"]) == 2
+    epochs = [e["epoch"] for e in data["training"]["epochs"]]
+    assert epochs == list(range(1, len(epochs) + 1)) and len(epochs) >= len(cut["training"]["epochs"])

@@ -382,9 +382,9 @@ def problem(state, run):
         return why
     epoch, step = state["epoch"], state["step"]
     if not _is_int(epoch) or not 0 <= epoch <= 10**6:
-        return "epoch %s is not a count of epochs" % _show(epoch)[:40]
+        return "epoch %s is not a count of epochs" % ("%r" % (epoch,))[:40]
     if not _is_int(step) or not 0 <= step <= run.steps_per_epoch:
-        return "step %s is not a step of an epoch of %d" % (_show(step)[:40], run.steps_per_epoch)
+        return "step %s is not a step of an epoch of %d" % (("%r" % (step,))[:40], run.steps_per_epoch)
     why = _training_problem(state["training"], epoch, run.metric)
     if why:
         return why

@@ -15,7 +15,7 @@ from dnnbench.errors import DnnbenchError, EngineUnavailable
 from dnnbench.runs.suite_schema import OPTION_NAMES
 from dnnbench.workloads import fileio
 
-FINAL = {"ok", "nan", "oom", "error", "timeout"}   # an interrupted run is redone on --resume
+FINAL = {"ok", "nan", "oom", "error", "timeout"}   # an interrupted run is redone on --resume (a train: job resumed)
 
 
 @dataclass
@@ -160,13 +160,26 @@ def _script_options(spec: dict) -> dict:
             "run_to_end": bool(spec.get("run_to_end"))}
 
 
-def plan_of(run: Run, opts):
-    """The plan of one run: `dnnbench train`'s for a `train:` job, `dnnbench run`'s otherwise."""
+def plan_of(run: Run, opts, resume: bool = False):
+    """The plan of one run: `dnnbench train`'s for a `train:` job (resume: from its checkpoints),
+    `dnnbench run`'s otherwise."""
     from dnnbench.runs.launch import build_plan
     if run.spec.get("train") is not None:
         from dnnbench.runs.training import train_plan
-        return train_plan(opts, dict(run.spec["train"]))
+        return train_plan(opts, dict(run.spec["train"], resume=resume))
     return build_plan(opts)
+
+
+def _resumable(run: Run, run_dir: Path) -> bool:
+    """A `train:` job cut off with checkpoints recorded: resumed from them, not trained again."""
+    from dnnbench.workloads import checkpoint
+    if run.spec.get("train") is None or run.spec.get("parallel") or not fileio.is_real_dir(str(run_dir)):
+        return False
+    try:
+        record = checkpoint.read_record(str(run_dir))
+    except checkpoint.Damaged:
+        return False
+    return bool(record and record["checkpoints"]) and _status(run_dir) in (None, "interrupted", "running")
 
 
 def _option(key: str, opts: dict, overrides: dict):
@@ -190,7 +203,7 @@ def _memory_share(copies: int) -> str | None:
     return f"{max(256, total // copies // 2**20)}m"
 
 
-def _execute_one(run: Run, suite_dir: Path, overrides: dict) -> tuple[str, int]:
+def _execute_one(run: Run, suite_dir: Path, overrides: dict, resume: bool = False) -> tuple[str, int]:
     """One run (or its parallel copies); returns (status, exit code). Never raises for a run
     that fails: the failure is its result."""
     from dnnbench.workloads import schema
@@ -199,7 +212,8 @@ def _execute_one(run: Run, suite_dir: Path, overrides: dict) -> tuple[str, int]:
     parallel = run.spec.get("parallel")
     gpus = run.spec.get("gpus")
     if not parallel:
-        plan = plan_of(run, _options(run, results=suite_dir, run_id=run.run_id, overrides=overrides, gpus=gpus))
+        plan = plan_of(run, _options(run, results=suite_dir, run_id=run.run_id, overrides=overrides, gpus=gpus),
+                       resume)
         plan.job = run.job
         data, code = execute(plan, quiet=True)
         return data["status"], code
@@ -335,13 +349,16 @@ def _run_suite(path: Path, suite: Suite, runs: list, suite_dir: Path, resume: bo
         for r in todo:
             bar.update(task, description=escape(f"{suite.name}: {r.run_id}"))
             partial = names.inside(suite_dir, suite_dir / r.run_id, "run folder")
-            if os.path.lexists(partial) and not _remove_unfinished(partial, suite_dir):
+            go_on = resume and _resumable(r, partial)   # its checkpoints are kept and taken up
+            if go_on:
+                bar.console.print(f"{escape(r.run_id)}: resuming from its checkpoints")
+            elif os.path.lexists(partial) and not _remove_unfinished(partial, suite_dir):
                 warn(f"{partial} could not be cleared (in use, or not provably unfinished): kept, run skipped")
                 failures += 1
                 bar.advance(task)
                 continue
             try:
-                status, _ = _execute_one(r, suite_dir, overrides)
+                status, _ = _execute_one(r, suite_dir, overrides, resume=go_on)
             except EngineUnavailable:
                 raise   # no later run can succeed either
             except DnnbenchError as exc:

@@ -55,7 +55,7 @@ def train_plan(opts: RunOptions, train: dict) -> plan_mod.RunPlan:
     if resume and not opts.run_id:
         raise DnnbenchError("--resume continues a run folder: give its --run-id")
     if resume and opts.run_id and not opts.dry_run:
-        _check_resumable(opts.results, opts.run_id)
+        _check_resumable(opts.results, opts.run_id, opts.run_dir)
     plan = launch.build_plan(opts, resume=resume)
     contained = plan.runtime != "host"
     python = plan.argv[0]
@@ -69,8 +69,8 @@ def train_plan(opts: RunOptions, train: dict) -> plan_mod.RunPlan:
     return plan
 
 
-def _check_resumable(results: Path, run_id: str) -> None:
-    run_dir = names.inside(results, Path(results) / run_id, "run folder")
+def _check_resumable(results: Path, run_id: str, folder: Path | None = None) -> None:
+    run_dir = names.inside(results, Path(folder) if folder else Path(results) / run_id, "run folder")
     if not run_dir.is_dir():
         raise DnnbenchError(f"--resume: {run_dir} does not exist (the --run-id of the run to continue)")
     try:
