@@ -111,13 +111,13 @@ def _forge(path: Path, state) -> None:
 def _forge_header(path: Path, change) -> None:
     """The header's JSON changed by `change(header)`, the checksum made right again."""
     data = path.read_bytes()
-    start = len(checkpoint.MAGIC) + 40
+    start = len(checkpoint.MAGIC) + 8
     hlen = struct.unpack_from("<Q", data, len(checkpoint.MAGIC))[0]
     new = change(json.loads(data[start:start + hlen]))
     new = new if isinstance(new, bytes) else json.dumps(new).encode()
-    body = new + data[start + hlen:]
+    body = new + data[start + hlen:-32]
     path.unlink()
-    path.write_bytes(checkpoint.MAGIC + struct.pack("<Q", len(new)) + hashlib.sha256(body).digest() + body)
+    path.write_bytes(checkpoint.MAGIC + struct.pack("<Q", len(new)) + body + hashlib.sha256(body).digest())
 
 
 def _set(key, value):

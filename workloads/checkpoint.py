@@ -3,7 +3,9 @@
 A checkpoint is data only: a JSON header (numbers, text, lists, dicts; tuples, non-text keys
 and non-finite floats tagged) and the raw bytes of its tensors, with a SHA-256 over both:
 
-    MAGIC, header length (8 bytes, little-endian), SHA-256 (32 bytes), header, tensor bytes
+    MAGIC, header length (8 bytes, little-endian), header, tensor bytes, SHA-256 (32 bytes)
+
+(written in one pass straight from the tensors' memory, no copy of the state).
 
 No pickle is involved, so no file in a run folder, however made, can execute code when read
 (`torch.load`, even with weights_only=True, had bypasses until PyTorch 2.10), and it reads the
@@ -78,8 +80,8 @@ def _encode(value, tensors):
     raise TypeError("a checkpoint holds tensors, numbers, text, lists and dicts, not %s" % type(value).__name__)
 
 
-def _tensor_bytes(t):
-    """A CPU tensor's bytes, copied from its memory (any dtype, any PyTorch)."""
+def _dense(t):
+    """A CPU tensor whose memory holds exactly its values, in order."""
     import torch
     if t.layout != torch.strided:
         raise TypeError("a checkpoint holds dense tensors only, not %s" % t.layout)
@@ -87,32 +89,33 @@ def _tensor_bytes(t):
     for resolve in ("resolve_conj", "resolve_neg"):
         if hasattr(t, resolve):
             t = getattr(t, resolve)()
-    t = t.contiguous()
-    n = t.numel() * t.element_size()
-    return t, ctypes.string_at(t.data_ptr(), n) if n else b""
+    return t.contiguous()
 
 
 def write(fh, state):
     """`state` into the binary file object `fh`."""
     tensors = []
     tree = _encode(state, tensors)
-    specs, blobs, offset = [], [], 0
+    specs, dense, offset = [], [], 0
     for t in tensors:
-        t, blob = _tensor_bytes(t)
+        t = _dense(t)
         name = str(t.dtype).replace("torch.", "")
         if name not in DTYPES:
             raise TypeError("a checkpoint holds no %s tensors" % name)
-        specs.append({"dtype": name, "shape": list(t.shape), "offset": offset, "nbytes": len(blob)})
-        blobs.append(blob)
-        offset += len(blob)
+        n = t.numel() * t.element_size()
+        specs.append({"dtype": name, "shape": list(t.shape), "offset": offset, "nbytes": n})
+        dense.append((t, n))
+        offset += n
     header = json.dumps({"format": FORMAT, "state": tree, "tensors": specs}, allow_nan=False).encode("utf-8")
     digest = hashlib.sha256(header)
-    for blob in blobs:
-        digest.update(blob)
-    fh.write(MAGIC + struct.pack("<Q", len(header)) + digest.digest())
+    fh.write(MAGIC + struct.pack("<Q", len(header)))
     fh.write(header)
-    for blob in blobs:
-        fh.write(blob)
+    for t, n in dense:
+        if n:
+            view = (ctypes.c_char * n).from_address(t.data_ptr())   # the tensor's memory, not a copy
+            digest.update(view)
+            fh.write(view)
+    fh.write(digest.digest())
 
 
 def read(data):
@@ -121,13 +124,13 @@ def read(data):
         pickle_like = data[:1] == b"\x80" or data[:2] == b"PK"
         raise Damaged("not a dnnbench checkpoint" + (" (a pickle or torch.save file: never read, it could run code)"
                                                       if pickle_like else ""))
-    start = len(MAGIC) + 8 + 32
-    if len(data) < start:
+    start, end = len(MAGIC) + 8, len(data) - 32
+    if end < start:
         raise Damaged("truncated")
     hlen = struct.unpack_from("<Q", data, len(MAGIC))[0]
-    if hlen > MAX_HEADER or start + hlen > len(data):
+    if hlen > MAX_HEADER or start + hlen > end:
         raise Damaged("truncated" if hlen <= MAX_HEADER else "a header of %d bytes" % hlen)
-    if hashlib.sha256(memoryview(data)[start:]).digest() != data[len(MAGIC) + 8:start]:
+    if hashlib.sha256(memoryview(data)[start:end]).digest() != data[end:]:
         raise Damaged("its checksum does not match: truncated or changed")
     try:
         header = json.loads(data[start:start + hlen].decode("utf-8"))
@@ -135,8 +138,7 @@ def read(data):
         raise Damaged("an unreadable header (%s)" % str(exc)[:100])
     if not isinstance(header, dict) or header.get("format") != FORMAT or not isinstance(header.get("tensors"), list):
         raise Damaged("not a checkpoint of format %d" % FORMAT)
-    base = start + hlen
-    tensors = [_tensor(spec, data, base) for spec in header["tensors"]]
+    tensors = [_tensor(spec, data, start + hlen, end) for spec in header["tensors"]]
     return _decode(header.get("state"), tensors, 0)
 
 
@@ -144,7 +146,7 @@ def _is_int(v):
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def _tensor(spec, data, base):
+def _tensor(spec, data, base, end):
     import torch
     if not isinstance(spec, dict) or spec.get("dtype") not in DTYPES or not hasattr(torch, spec["dtype"]):
         raise Damaged("a tensor of an unknown type")
@@ -157,14 +159,14 @@ def _tensor(spec, data, base):
         numel *= d
     size = torch.empty(0, dtype=dtype).element_size()
     if not (_is_int(offset) and _is_int(nbytes)) or offset < 0 or nbytes != numel * size \
-            or base + offset + nbytes > len(data):
+            or base + offset + nbytes > end:
         raise Damaged("a tensor's bytes do not fit the file")
     lo = base + offset
     if dtype == torch.bool and data[lo:lo + nbytes].translate(None, b"\x00\x01"):
         raise Damaged("a bool tensor holds other values")
     t = torch.empty(shape, dtype=dtype)
-    if nbytes:
-        ctypes.memmove(t.data_ptr(), data[lo:lo + nbytes], nbytes)
+    if nbytes:   # from the bytes object's own buffer (bounds checked above), into the new tensor's
+        ctypes.memmove(t.data_ptr(), ctypes.cast(ctypes.c_char_p(data), ctypes.c_void_p).value + lo, nbytes)
     return t
 
 
