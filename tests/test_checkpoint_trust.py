@@ -456,6 +456,34 @@ def test_pruning_and_cleaning_touch_only_what_the_run_wrote(tmp_path, trained, s
     assert [e["epoch"] for e in data["training"]["epochs"]] == [1, 2, 3] and len(data["training"]["segments"]) == 2
 
 
+RECORD_FORGERIES = {   # the run's record itself hostile: one line, nothing written, nothing removed
+    "not JSON": lambda r: b"{",
+    "a list": lambda r: b"[]",
+    "a name out of the folder": lambda r: dict(r, checkpoints=["../../result.json"]),
+    "a name that is not a checkpoint's": lambda r: dict(r, checkpoints=["result.json"]),
+    "text batch size": lambda r: dict(r, options=dict(r["options"], batch_size="32; rm -rf /")),
+    "negative batch size": lambda r: dict(r, options=dict(r["options"], batch_size=-32)),
+    "an option value that is a flag": lambda r: dict(r, options=dict(r["options"], amp="--resume")),
+    "text epochs": lambda r: dict(r, options=dict(r["options"], epochs="many")),
+    "another workload": lambda r: dict(r, workload="resnet50"),
+    "other classes": lambda r: dict(r, identity=dict(r["identity"], num_classes=1000)),
+    "no checkpoints": lambda r: dict(r, checkpoints=[]),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(RECORD_FORGERIES))
+def test_a_forged_record_is_one_line_and_changes_nothing(tmp_path, trained, small_digits, kind):
+    folder = _copy(trained, tmp_path / "run")
+    record = json.loads((folder / checkpoint.RECORD).read_text())
+    forged = RECORD_FORGERIES[kind](record)
+    (folder / checkpoint.RECORD).unlink()
+    (folder / checkpoint.RECORD).write_bytes(forged if isinstance(forged, bytes) else json.dumps(forged).encode())
+    before = {f.name: f.read_bytes() for f in folder.iterdir() if f.is_file()}
+    code, err = _resume(folder, small_digits, "--epochs", "3")
+    _one_error(code, err, "--resume")
+    assert {f.name: f.read_bytes() for f in folder.iterdir() if f.is_file()} == before
+
+
 def test_a_folder_without_a_record_is_not_resumed(tmp_path, trained, small_digits):
     """Checkpoint-named files with no record (another tool's, or written before records): refused."""
     folder = _copy(trained, tmp_path / "run")

@@ -1,7 +1,7 @@
 """`dnnbench train`: a workload trained to a target accuracy (dnnbench.workloads.train in the
 container), on the same runtimes, images, mounts, GPUs, torchrun, run folder and signals as
 `dnnbench run`. `--resume` continues the run folder of the same --run-id from its last good
-checkpoint."""
+checkpoint, with the run's own options (workloads/checkpoint.py says what may change)."""
 from __future__ import annotations
 
 from pathlib import Path
