@@ -252,7 +252,7 @@ class Checkpoints(object):
         """Begin recording (a new run: no checkpoints yet; a resumed one: those it had)."""
         self.record = dict(record, format=FORMAT)
         self.record.setdefault("checkpoints", [])
-        fileio.write_json(os.path.join(self.folder, RECORD), self.record)
+        self._write_record()
 
     def names(self):
         return list(self.record["checkpoints"]) if self.record else []
@@ -287,7 +287,11 @@ class Checkpoints(object):
 
     def _store(self, names):
         self.record["checkpoints"] = names
-        fileio.write_json(os.path.join(self.folder, RECORD), self.record)
+        self._write_record()
+
+    def _write_record(self):
+        text = fileio.dumps_json(self.record).encode("utf-8")   # its temporary is ours to clean up too
+        fileio.write_atomic_with(os.path.join(self.folder, RECORD), lambda fh: fh.write(text), prefix=TMP_PREFIX)
 
     def wait(self):
         """Until the last checkpoint is on disk; its failure raised here."""
