@@ -466,6 +466,7 @@ RECORD_FORGERIES = {   # the run's record itself hostile: one line, nothing writ
     "an option value that is a flag": lambda r: dict(r, options=dict(r["options"], amp="--resume")),
     "text epochs": lambda r: dict(r, options=dict(r["options"], epochs="many")),
     "another workload": lambda r: dict(r, workload="resnet50"),
+    "a workload that drives the terminal": lambda r: dict(r, workload="x\x1b]0;owned\x07\u202e\x9b"),
     "other classes": lambda r: dict(r, identity=dict(r["identity"], num_classes=1000)),
     "no checkpoints": lambda r: dict(r, checkpoints=[]),
 }
@@ -481,6 +482,7 @@ def test_a_forged_record_is_one_line_and_changes_nothing(tmp_path, trained, smal
     before = {f.name: f.read_bytes() for f in folder.iterdir() if f.is_file()}
     code, err = _resume(folder, small_digits, "--epochs", "3")
     _one_error(code, err, "--resume")
+    assert not any(c in err for c in "\x1b\x07\u202e\x9b"), err
     assert {f.name: f.read_bytes() for f in folder.iterdir() if f.is_file()} == before
 
 

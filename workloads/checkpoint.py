@@ -331,14 +331,18 @@ def copy_state(value):
 
 # ---- resume: the same run -----------------------------------------------------------------
 
-def _show(v):
-    return "unset" if v is None else ("%g" % v if isinstance(v, float) else str(v))
+def show(v):
+    """A value read from a file, for a message: controls and bidi marks escaped (a forged record
+    does not drive the terminal)."""
+    text = "unset" if v is None else ("%g" % v if isinstance(v, float) else str(v))
+    return "".join(c if c.isprintable() else "\\x%02x" % ord(c) if ord(c) < 256 else "\\u%04x" % ord(c)
+                   for c in text)
 
 
 def refusal(differ):
     """One line naming each option that differs and both values."""
     return ("--resume continues the run with the options it was started with; %s (options a resume may "
-            "change: %s)" % ("; ".join("--%s %s here, %s in the run" % (n.replace("_", "-"), _show(a), _show(b))
+            "change: %s)" % ("; ".join("--%s %s here, %s in the run" % (n.replace("_", "-"), show(a), show(b))
                                        for n, a, b in differ),
                              ", ".join("--" + n.replace("_", "-") for n in MAY_CHANGE[:6])))
 
@@ -376,7 +380,7 @@ def problem(state, run):
     if missing:
         return "it lacks %s" % ", ".join(missing)
     if state["workload"] != run.workload:
-        return "it is a %s checkpoint, not %s" % (_show(state["workload"])[:40], run.workload)
+        return "it is a %s checkpoint, not %s" % (show(state["workload"])[:40], run.workload)
     if state["identity"] != run.identity:
         return "its data or ranks differ from this run's (%s)" % identity_difference(state["identity"], run.identity)
     options = state["options"]
@@ -414,17 +418,17 @@ def identity_difference(there, here):
     if not isinstance(there, dict):
         return "no identity recorded"
     if there.get("workload") != here["workload"]:
-        return "workload: %s there, %s here" % (_show(there.get("workload"))[:40], here["workload"])
+        return "workload: %s there, %s here" % (show(there.get("workload"))[:40], here["workload"])
     if there.get("num_classes") != here["num_classes"]:
-        return "classes: %s there, %s here" % (_show(there.get("num_classes"))[:20], _show(here["num_classes"]))
+        return "classes: %s there, %s here" % (show(there.get("num_classes"))[:20], show(here["num_classes"]))
     if there.get("classes") != here["classes"]:
         return "classes: the same number, other names"
     if there.get("world_size") != here["world_size"]:
-        return "ranks: %s there, %d here" % (_show(there.get("world_size"))[:20], here["world_size"])
+        return "ranks: %s there, %d here" % (show(there.get("world_size"))[:20], here["world_size"])
     facts = there.get("facts") if isinstance(there.get("facts"), dict) else {}
     for k in sorted(here["facts"]):
         if facts.get(k) != here["facts"][k]:
-            return "%s: %s there, %s here" % (k, _show(facts.get(k))[:40], _show(here["facts"][k])[:40])
+            return "%s: %s there, %s here" % (k, show(facts.get(k))[:40], show(here["facts"][k])[:40])
     return "other fields"
 
 
@@ -436,7 +440,7 @@ def _model_problem(saved, live):
     extra = [k for k in saved if k not in live]
     if lacks or extra:
         return "its model state %s" % ("lacks %s" % lacks[0] if lacks else "has %s, which this model has not"
-                                       % _show(extra[0])[:80]) + \
+                                       % show(extra[0])[:80]) + \
             (" (and %d more)" % (len(lacks) + len(extra) - 1) if len(lacks) + len(extra) > 1 else "")
     for k, t in live.items():
         s = saved[k]
@@ -453,7 +457,7 @@ def _optimizer_problem(saved, run):
     if not isinstance(saved, dict) or not isinstance(saved.get("state"), dict):
         return "its optimizer state is malformed"
     if saved.get("kind") != kind:
-        return "its optimizer is %s, this run's %s" % (_show(saved.get("kind"))[:40], kind)
+        return "its optimizer is %s, this run's %s" % (show(saved.get("kind"))[:40], kind)
     sd = saved["state"]
     groups, per_param = sd.get("param_groups"), sd.get("state")
     if not isinstance(groups, list) or len(groups) != len(opt.param_groups) or not isinstance(per_param, dict):
@@ -464,11 +468,11 @@ def _optimizer_problem(saved, run):
             return "its optimizer's parameter groups are not this model's"
         extra = [k for k in g if k not in live]
         if extra:
-            return "its optimizer state has %s, which %s has not" % (_show(extra[0])[:40], kind)
+            return "its optimizer state has %s, which %s has not" % (show(extra[0])[:40], kind)
         for k, v in g.items():
             if k != "params" and not (v is None or isinstance(v, (bool, int, float, str))
                                       or isinstance(v, tuple) and all(_number(x) for x in v)):
-                return "its optimizer's %s is malformed" % k
+                return "its optimizer's %s is malformed" % show(k)[:40]
         for idx, p in zip(g["params"], live["params"]):
             if not _is_int(idx) or idx in shapes:
                 return "its optimizer's parameter ids are malformed"
@@ -479,13 +483,13 @@ def _optimizer_problem(saved, run):
             return "its optimizer state names a parameter this model has not"
         for k, v in entry.items():
             if allowed is not None and k not in allowed:
-                return "its optimizer state holds %s, which %s does not keep" % (_show(k)[:40], kind)
+                return "its optimizer state holds %s, which %s does not keep" % (show(k)[:40], kind)
             if isinstance(v, torch.Tensor):
                 if v.shape != shapes[idx] and v.numel() != 1:
-                    return "its optimizer's %s is %s for a parameter of %s" % (k, _shape(v),
+                    return "its optimizer's %s is %s for a parameter of %s" % (show(k)[:40], _shape(v),
                                                                              "x".join(map(str, shapes[idx])))
             elif not _finite(v):
-                return "its optimizer's %s is malformed" % _show(k)[:40]
+                return "its optimizer's %s is malformed" % show(k)[:40]
     return None
 
 
@@ -514,7 +518,7 @@ def _training_problem(t, epoch, metric):
         if ev is not None and not (isinstance(ev, dict) and _finite(ev.get(metric))):
             return "its evaluation of epoch %d is malformed" % (k + 1)
     if t.get("metric") != metric:
-        return "it evaluates %s, this run %s" % (_show(t.get("metric"))[:20], metric)
+        return "it evaluates %s, this run %s" % (show(t.get("metric"))[:20], metric)
     if not _finite(t.get("on_clock_s"), 0) or not isinstance(t.get("reached"), bool):
         return "its clock or target record is malformed"
     for k in ("best", "time_to_target_s", "target"):

@@ -123,8 +123,8 @@ def resume_options(workload, args, given):
         raise UsageError("--resume: %s holds no checkpoint that loads (no %s, where a run records its checkpoints)"
                          % (args.results, checkpoint.RECORD))
     if record["workload"] != workload.name:
-        raise UsageError("--resume: %s holds a run of %s, not %s" % (args.results, str(record["workload"])[:40],
-                                                                     workload.name))
+        raise UsageError("--resume: %s holds a run of %s, not %s" % (args.results, checkpoint.show(
+            record["workload"])[:40], workload.name))
     p = parser_for(workload)
 
     def refuse(msg):
