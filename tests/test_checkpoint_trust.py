@@ -203,6 +203,10 @@ STATE_MUTATIONS = {   # each leaves a checkpoint that must not be used for this 
     "other classes": lambda s: (s["identity"].update(classes="0" * 64), s)[1],
     "another learning rate": lambda s: (s["options"].update(lr=0.5), s)[1],
     "windows as text": _set("windows", "w"),
+    "a window without seconds": _set("windows", [{"items": 32}]),
+    "an epoch's loss as text": lambda s: (s["training"]["epochs"][0].update(train_loss="low"), s)[1],
+    "an evaluation with text": lambda s: (s["training"]["epochs"][-1]["eval"].update(top5="high"), s)[1],
+    "a segment holding a list": lambda s: (s["training"]["segments"][0].update(host=["a"]), s)[1],
     "loss with text": _set("loss", ["a"]),
     "no RNG": lambda s: (s.pop("rng"), s)[1],
 }

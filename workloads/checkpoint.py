@@ -398,7 +398,9 @@ def problem(state, run):
     why = _training_problem(state["training"], epoch, run.metric)
     if why:
         return why
-    if not isinstance(state["windows"], list) or not all(isinstance(w, dict) for w in state["windows"]):
+    if not isinstance(state["windows"], list) or not all(
+            isinstance(w, dict) and all(_finite(w.get(k), 0) for k in ("items", "seconds", "data_wait"))
+            for w in state["windows"]):
         return "its windows are malformed"
     if not isinstance(state["loss"], list) or not all(_number(v) for v in state["loss"]):
         return "its loss trace is malformed"
@@ -506,16 +508,20 @@ def _training_problem(t, epoch, metric):
     if not isinstance(t, dict):
         return "its training record is not a mapping"
     epochs, segments = t.get("epochs"), t.get("segments")
-    if not isinstance(epochs, list) or not isinstance(segments, list) or not all(isinstance(s, dict)
-                                                                                 for s in segments):
+    if not isinstance(epochs, list) or not isinstance(segments, list) or not all(
+            isinstance(s, dict) and all(v is None or isinstance(v, (str, int, float)) for v in s.values())
+            for s in segments):
         return "its training record is malformed"
     if len(epochs) != epoch:
         return "its training record holds %d epochs, not the %d it says" % (len(epochs), epoch)
     for k, e in enumerate(epochs):
-        if not isinstance(e, dict) or e.get("epoch") != k + 1 or not _finite(e.get("on_clock_s"), 0):
+        if not isinstance(e, dict) or e.get("epoch") != k + 1 or not _finite(e.get("on_clock_s"), 0) \
+                or not all(e.get(f) is None or _number(e.get(f)) for f in ("train_loss", "lr", "train_throughput",
+                                                                           "checkpoint_s")):
             return "its record of epoch %d is malformed" % (k + 1)
         ev = e.get("eval")
-        if ev is not None and not (isinstance(ev, dict) and _finite(ev.get(metric))):
+        if ev is not None and not (isinstance(ev, dict) and _finite(ev.get(metric))
+                                   and all(_number(v) for v in ev.values())):
             return "its evaluation of epoch %d is malformed" % (k + 1)
     if t.get("metric") != metric:
         return "it evaluates %s, this run %s" % (show(t.get("metric"))[:20], metric)
