@@ -120,8 +120,13 @@ def resume_options(workload, args, given):
     except checkpoint.Damaged as exc:
         raise UsageError("--resume: %s" % exc)
     if record is None:
-        raise UsageError("--resume: %s holds no checkpoint that loads (no %s, where a run records its checkpoints)"
-                         % (args.results, checkpoint.RECORD))
+        try:
+            unrecorded = any(n.startswith("checkpoint-") for n in os.listdir(args.results))
+        except OSError:
+            unrecorded = False
+        raise UsageError("--resume: %s holds no checkpoint that loads (no %s, where a run records its checkpoints%s)"
+                         % (args.results, checkpoint.RECORD, "; checkpoint files it does not list, such as the "
+                            "pickles of dnnbench before it, are never read" if unrecorded else ""))
     if record["workload"] != workload.name:
         raise UsageError("--resume: %s holds a run of %s, not %s" % (args.results, checkpoint.show(
             record["workload"])[:40], workload.name))
