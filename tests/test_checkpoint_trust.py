@@ -573,3 +573,54 @@ def test_a_suite_resumes_an_interrupted_train_job_from_its_checkpoints(tmp_path,
     assert len(data["training"]["segments"]) == 2
     epochs = [e["epoch"] for e in data["training"]["epochs"]]
     assert epochs == list(range(1, len(epochs) + 1)) and len(epochs) >= len(cut["training"]["epochs"])
+
+
+# ---- the check itself, on a small model (an Adam run with a loss scaler: ncf's and fp16's) -------
+
+def _small_run():
+    import torch
+    model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.BatchNorm1d(3))
+    opt = torch.optim.Adam(model.parameters(), lr=0.01)
+    scaler = torch.amp.GradScaler("cpu")
+    model(torch.randn(5, 4)).sum().backward()
+    opt.step()
+    identity = {"workload": "w", "world_size": 1, "facts": {}, "num_classes": None, "classes": None}
+    run = checkpoint.Run("w", identity, {"lr": 0.01}, model, opt, scaler, "hr10", 7)
+    state = {"workload": "w", "identity": identity, "options": {"lr": 0.01, "epochs": 3},
+             "model": model.state_dict(), "optimizer": {"kind": "Adam", "state": opt.state_dict()},
+             "scaler": scaler.state_dict(), "epoch": 1, "step": 7,
+             "training": {"epochs": [{"epoch": 1, "on_clock_s": 1.0, "eval": {"hr10": 12.0}}], "segments": [],
+                          "metric": "hr10", "on_clock_s": 1.5, "reached": False, "best": 12.0},
+             "windows": [{"items": 10, "seconds": 1.0, "data_wait": 0.1}], "loss": [0.7],
+             "rng": {"torch": torch.get_rng_state(), "python": __import__("random").getstate()}}
+    buf = io.BytesIO()
+    checkpoint.write(buf, state)
+    return run, buf.getvalue()
+
+
+@pytest.mark.parametrize("change, fragment", [
+    (None, None),
+    (lambda s: s.update(scaler={"scale": "big"}), "loss scaler"),
+    (lambda s: s.update(scaler=None), "loss scaler"),
+    (lambda s: s["optimizer"].update(kind="SGD"), "optimizer is SGD"),
+    (lambda s: next(iter(s["optimizer"]["state"]["state"].values())).update(momentum_buffer=s["loss"]),
+     "does not keep"),
+    (lambda s: next(iter(s["optimizer"]["state"]["state"].values())).update(exp_avg="x"), "exp_avg"),
+    (lambda s: s["optimizer"]["state"]["param_groups"][0].update(betas=("a", 1)), "betas"),
+    (lambda s: s["optimizer"]["state"]["state"].update({99: {}}), "a parameter this model has not"),
+    (lambda s: s.update(step=8), "step 8"),
+    (lambda s: s["options"].update(lr=0.02), "options"),
+    (lambda s: s["training"].update(reached_at_epoch=5), "reached_at_epoch"),
+    (lambda s: s["model"].update(extra=s["loss"]), "has extra"),
+])
+def test_the_check_on_an_adam_run_with_a_loss_scaler(change, fragment):
+    run, data = _small_run()
+    state = checkpoint.read(data)
+    if change is not None:
+        change(state)
+    why = checkpoint.problem(state, run)
+    assert why is None if fragment is None else fragment in why, why
+    if fragment is None:   # and it takes up cleanly
+        run.model.load_state_dict(state["model"])
+        run.optimizer.load_state_dict(state["optimizer"]["state"])
+        run.scaler.load_state_dict(state["scaler"])
