@@ -140,6 +140,10 @@ def supervise(job: Job, *, log_path: Path, on_line: Callable[[str], None] = lamb
             if started and getattr(job, "output_goes_with_cleanup", False):
                 reader.join(timeout=30.0 if code is not None else 5.0)
             job.cleanup()
+            left = getattr(job, "left_behind", None)
+            if left:
+                note(f"ended {len(left)} process{'es' if len(left) > 1 else ''} the run left running "
+                     f"(pid {', '.join(map(str, left[:8]))}): a run's processes end with it")
         finally:
             if started:
                 reader.join(timeout=5.0)
