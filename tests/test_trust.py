@@ -160,3 +160,49 @@ def test_reproduce_refuses_a_forged_result_up_front(tmp_path, case):
     forged = _forged(tmp_path, case, change)
     one_line_error(dnnbench("reproduce", forged, "--results", tmp_path / "out"), "cannot be run again", fragment)
     assert not (tmp_path / "out").exists()
+
+
+# --- a script's failures are the run's ----------------------------------------------------------
+
+def _instrument(tmp_path, script, *args, opts=TIMING):
+    out = tmp_path / "r"
+    res = subprocess.run([sys.executable, "-m", "dnnbench.workloads.instrument", "--results", str(out), *opts,
+                          str(script), *args], capture_output=True, text=True, timeout=240, cwd=tmp_path)
+    data = json.loads((out / "result.json").read_text()) if (out / "result.json").exists() else None
+    return res, data
+
+
+def test_a_script_stepping_from_a_thread_is_stopped_without_a_traceback(tmp_path):
+    res, data = _instrument(tmp_path, SCRIPTS / "thread_step.py")
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert data["status"] == "ok" and len(data["windows"]) == 3
+    assert "Traceback" not in res.stderr and "Stop" not in res.stderr and "main done" in res.stdout
+
+
+def test_a_thread_that_fails_in_its_step_fails_the_run(tmp_path):
+    # with --run-to-end the windows are complete before the thread dies: still the run's failure
+    res, data = _instrument(tmp_path, SCRIPTS / "thread_step.py", "--fail", opts=TIMING + ["--run-to-end"])
+    assert res.returncode == 1, res.stderr[-3000:]
+    assert data["status"] == "error" and "thread step exploded" in data["message"]
+    assert data["script"]["exit_code"] == 1
+
+
+def test_a_script_path_that_is_not_utf8_is_one_line(tmp_path):
+    script = os.path.join(os.fsencode(tmp_path), b"bad\xff.py")
+    with open(script, "wb") as fh:
+        fh.write((SCRIPTS / "plain_loop.py").read_bytes())
+    name = os.fsdecode(script)
+    one_line_error(dnnbench("run", "--script", name, "--runtime", "host", "--results", tmp_path / "r", *TIMING),
+                   "not UTF-8")
+    res = subprocess.run([sys.executable, "-m", "dnnbench.workloads.instrument", "--results", str(tmp_path / "i"),
+                          name], capture_output=True, text=True, timeout=240)
+    assert res.returncode == 2 and "not UTF-8" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_copies_that_never_form_a_process_group_are_not_a_result(tmp_path):
+    res = dnnbench("run", "--script", SCRIPTS / "plain_loop.py", "--runtime", "host", "--nproc", "2",
+                   "--results", tmp_path, "--run-id", "n2", *TIMING, timeout=300)
+    assert res.returncode != 0
+    data = json.loads((tmp_path / "n2" / "result.json").read_text())
+    assert data["status"] == "error" and "never formed a process group" in data["message"]
+    assert "never formed a process group" in res.stderr     # (torchrun adds its own report of the exit)

@@ -27,6 +27,7 @@ import re
 import runpy
 import socket
 import sys
+import threading
 import time
 import uuid
 from datetime import datetime
@@ -86,6 +87,7 @@ class Meter(object):
         self.window_steps = 0
         self.window_items = 0
         self.done = False
+        self.thread_failure = None  # "Type: message" of the first exception a script's thread died of
 
     def fetched(self, batch, seconds):
         self.batches += 1
@@ -194,6 +196,20 @@ def install(meter):
     if torch.cuda.is_available():
         meter.clock.sync = torch.cuda.synchronize
 
+    # a script that steps from a thread: the Stop raised there ends that thread quietly (it is
+    # ours, not the script's failure); any other exception a thread dies of is the run's failure,
+    # not lost in a traceback while the main thread exits 0 (Python 3.8+: threading.excepthook)
+    original_hook = getattr(threading, "excepthook", None)
+    if original_hook is not None:
+        def thread_failed(args):
+            if issubclass(args.exc_type, Stop):
+                return
+            if meter.thread_failure is None:
+                meter.thread_failure = "%s: %s" % (args.exc_type.__name__, _text(args.exc_value))
+            original_hook(args)
+        setattr(threading, "excepthook", thread_failed)
+        undo.append(lambda: setattr(threading, "excepthook", original_hook))
+
     def remove():
         for u in reversed(undo):
             u()
@@ -227,6 +243,10 @@ def _check(a):
         value = getattr(a, name)
         if value is not None and not lo <= value <= 2**31:
             return "--%s must be between %d and 2^31, not %d" % (name.replace("_", "-"), lo, value)
+    try:     # the path goes into the result, a JSON text: bytes that are not UTF-8 cannot
+        a.script.encode("utf-8")
+    except UnicodeEncodeError:
+        return "script %r: the path is not UTF-8 text; rename it" % a.script.encode("utf-8", "surrogateescape")
     if not fileio.is_regular(a.script):
         return "script %s is not a readable regular file" % a.script
     return None
@@ -285,16 +305,47 @@ def main(argv=None):
         import traceback
         traceback.print_exc()
         code = EXIT_ERROR
-        result["message"] = "the script failed: %s: %s" % (type(exc).__name__, str(exc).strip()[:2000])
+        result["message"] = "the script failed: %s: %s" % (type(exc).__name__, _text(exc))
     finally:
         remove()
+    if meter.thread_failure and code == EXIT_OK:
+        code = EXIT_ERROR
+        result["message"] = "a thread of the script failed: %s" % meter.thread_failure
     result["script"]["exit_code"] = code
     return _finish(result, meter, code, a)
+
+
+def _text(exc):
+    """An exception's message, even when its __str__ itself fails (a script's own class)."""
+    try:
+        return str(exc).strip()[:2000]
+    except Exception:  # noqa: BLE001 - whatever its __str__ raises, the run's failure is kept
+        return "(its message could not be read)"
+
+
+def _world():
+    """(rank, world size) as torchrun gave them: what the script should have joined."""
+    try:
+        return int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
+    except ValueError:
+        return 0, 1
+
+
+def _no_group(world):
+    return ("the script ran as %d processes (torchrun, --nproc) but never formed a process group "
+            "(torch.distributed.init_process_group), so each measured alone and no one figure holds: "
+            "run it with --nproc 1, or have it call init_process_group" % world)
 
 
 def _finish(result, meter, code, a):
     from . import system, verdict
     ranks, rank = _gather(meter.windows)
+    launched_rank, launched = _world()
+    alone = launched > 1 and len(ranks) == 1
+    if alone:          # copies that never met: one writes the result (saying so), none is believed
+        rank = launched_rank
+        if code == EXIT_OK and result["status"] == "running":
+            result["status"], result["message"], code = "error", _no_group(launched), EXIT_USAGE
     result["ranks"] = ranks
     result["world_size"] = len(ranks)
     result["windows"] = meter.windows
