@@ -3,7 +3,6 @@ checked whole before it is run again, every process a run starts ends with it (d
 included), a script's failures are the run's, and every value printed goes through one escape."""
 from __future__ import annotations
 
-import copy
 import json
 import os
 import signal
@@ -206,3 +205,127 @@ def test_copies_that_never_form_a_process_group_are_not_a_result(tmp_path):
     data = json.loads((tmp_path / "n2" / "result.json").read_text())
     assert data["status"] == "error" and "never formed a process group" in data["message"]
     assert "never formed a process group" in res.stderr     # (torchrun adds its own report of the exit)
+
+
+# --- one rule for printed text, one reader for lists --------------------------------------------
+
+# what a terminal acts on rather than shows: ESC and other C0, DEL, C1 (0x9b: a one-byte CSI),
+# and the bidi controls that reorder a line as it is displayed
+HOSTILE = ["\x1b", "\x07", "\r", "\x7f", "\x85", "\x9b", "\u202a", "\u202b", "\u202c", "\u202d", "\u202e",
+           "\u2066", "\u2067", "\u2068", "\u2069", "\u200e", "\u200f", "\u061c"]
+hostile_text = st.tuples(st.text(st.sampled_from(list("ab:/._- 7")), max_size=6), st.sampled_from(HOSTILE),
+                         st.text(st.sampled_from(list("cd[]x ") + HOSTILE), max_size=6)).map("".join)
+
+
+def _raw(text: str) -> list[str]:
+    return [c for c in HOSTILE if c in text]
+
+
+def test_the_escape_shows_every_control_and_bidi_character():
+    from dnnbench.console import unprintable, visible
+    for c in HOSTILE:
+        shown = visible(f"a{c}b")
+        assert c not in shown and shown.startswith("a\\") and unprintable(c)
+    assert visible("a\tb\nc") == "a\tb\nc" and visible("a\nb", one_line=True) == "a\\nb"
+    assert not unprintable("plain text, with ü and 漢字")
+
+
+def _result_with(tmp_path, text):
+    data = json.loads(RESULT.read_text())
+    data.update(workload=f"w{text}", job=f"j{text}", system_label=f"s{text}")
+    folder = tmp_path / "res" / "one"
+    schema.write_atomic(str(folder / "result.json"), data)
+    return folder.parent
+
+
+@settings(max_examples=int(os.environ.get("DNNBENCH_HYPOTHESIS_EXAMPLES", "40")), deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture], derandomize=True)
+@given(text=hostile_text, place=st.sampled_from(["workload", "gpus", "images", "env", "data", "report-table",
+                                                  "report-md", "report-csv", "slurm", "results"]))
+def test_no_printed_value_drives_the_terminal(tmp_path, text, place):
+    from tests.helpers import cli_inprocess
+    box = tmp_path / f"b{abs(hash((text, place)))}"
+    box.mkdir()
+    argv = {"workload": ["run", f"resnet{text}", "--dry-run", "--results", box],
+            "gpus": ["run", "resnet18", "--gpus", f"0{text}", "--dry-run", "--results", box],
+            "images": ["compare-images", "resnet18", "--images", f"a{text},b", "--dry-run", "--results", box],
+            "env": ["run", "resnet18", "--env", f"A=1{text}", "--dry-run", "--results", box],
+            "data": ["data", "verify", str(box / f"d{text}"), "--kind", "imagenet"],
+            "slurm": ["slurm", "resnet18", "--runtime", "host", "--results", str(box / f"r{text}"), "--dry-run"],
+            "results": ["run", "resnet18", "--runtime", "host", "--results", str(box / f"r{text}"), "--dry-run"],
+            }.get(place)
+    if argv is None:
+        argv = ["report", _result_with(box, text), "-f", place.split("-")[1]]
+    code, stdout, stderr = cli_inprocess(*argv)
+    assert not _raw(stdout + stderr), (place, text, stdout, stderr)
+    assert "Traceback" not in stderr
+
+
+@pytest.mark.parametrize("argv,fragment", [
+    (["compare-images", "resnet18", "--images", "a:1,,b:1", "--dry-run"], "member 2 of 3 is empty"),
+    (["compare-images", "resnet18", "--images", "a:1,b:1,", "--dry-run"], "member 3 of 3 is empty"),
+    (["compare-images", "resnet18", "--images", ",a:1,b:1", "--dry-run"], "member 1 of 3 is empty"),
+    (["bisect", "resnet18", "--images", "a:1,,b:1", "--dry-run"], "is empty"),
+    (["run", "resnet18", "--gpus", "0,,1", "--dry-run"], "member 2 of 3 is empty"),
+    (["run", "resnet18", "--gpus", "0,", "--dry-run"], "is empty"),
+    (["run", "resnet18", "--gpus", "\u0661", "--dry-run"], "ASCII digits"),
+    (["run", "resnet18", "--gpus", "0,\u06f2", "--dry-run"], "ASCII digits"),
+])
+def test_lists_refuse_empty_members_and_gpus_take_ascii_digits(tmp_path, argv, fragment):
+    from dnnbench import lists
+    one_line_error(dnnbench(*argv, "--results", tmp_path), fragment)
+    assert lists.members(" a , b", "--x") == ["a", "b"]
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(parts=st.lists(st.text(st.sampled_from(list("ab1 ")), max_size=3), min_size=1, max_size=5))
+def test_the_list_reader_never_returns_an_empty_member(parts):
+    from dnnbench import lists
+    from dnnbench.errors import DnnbenchError
+    text = ",".join(parts)
+    try:
+        got = lists.members(text, "--x")
+    except DnnbenchError as exc:
+        assert any(not p.strip() for p in parts) and "is empty" in str(exc)
+    else:
+        assert got == [p.strip() for p in parts] and all(got)
+
+
+# --- smaller ones: a file where a folder belongs, a full stdout, fake data, a missing .sif ----------
+
+@pytest.mark.parametrize("planted", ["train", "val", "train/n01440764"])
+def test_data_prepare_with_a_file_where_a_folder_belongs_is_one_line(tmp_path, planted):
+    from tests import ilsvrc
+    src, dst = tmp_path / "tars", tmp_path / "imagenet"
+    ilsvrc.make(src)
+    (dst / planted).parent.mkdir(parents=True, exist_ok=True)
+    (dst / planted).write_text("mine")
+    one_line_error(dnnbench("data", "prepare", "imagenet", "--from", src, "--to", dst), planted, "regular file")
+    assert (dst / planted).read_text() == "mine"
+
+
+@pytest.mark.parametrize("fmt", ["table", "md", "csv", "json"])
+def test_report_to_a_full_stdout_is_one_line(fmt):
+    with open("/dev/full", "w") as full:
+        res = subprocess.run([sys.executable, "-m", "dnnbench", "report", str(RESULT.parent.parent.parent), "-f", fmt],
+                             stdout=full, stderr=subprocess.PIPE, text=True, timeout=120)
+    assert res.returncode == 1 and "Traceback" not in res.stderr
+    assert res.stderr.splitlines() == ["error: cannot write the output: No space left on device"]
+
+
+def test_data_fake_refuses_more_classes_than_images(tmp_path):
+    one_line_error(dnnbench("data", "fake", "imagenet", "--to", tmp_path / "d", "--images", "4", "--classes", "10",
+                            "--size", "16"), "--classes 10", "--images 4")
+    assert not (tmp_path / "d").exists()
+    dnnbench("data", "fake", "imagenet", "--to", tmp_path / "e", "--images", "4", "--classes", "4", "--size", "16",
+             check=0)
+    dnnbench("data", "verify", tmp_path / "e", "--kind", "imagenet", check=0)
+
+
+def test_a_dry_run_refuses_a_missing_sif_as_the_run_would(tmp_path):
+    (tmp_path / "a.sif").write_bytes(b"")
+    one_line_error(dnnbench("compare-images", "resnet18", "--runtime", "singularity", "--images",
+                            f"{tmp_path / 'a.sif'},{tmp_path / 'b.sif'}", "--dry-run", "--results", tmp_path / "r"),
+                   "no such .sif", "b.sif")
+    one_line_error(dnnbench("run", "resnet18", "--runtime", "singularity", "--image", tmp_path / "b.sif",
+                            "--dry-run", "--results", tmp_path / "r"), "no such .sif")
