@@ -99,7 +99,7 @@ def _workload_problems(workload: str, opts: dict) -> list[str]:
 
     def refuse(message):
         raise DnnbenchError(message)
-    parser.error = refuse    # type: ignore[method-assign]
+    parser.error = refuse
     harness = {o.name: opts.get(o.name) for o in HOST_OPTIONS}
     try:
         parser.parse_args(harness_argv(harness) + workload_args(opts))

@@ -75,7 +75,8 @@ class ProcessJob:
         except OSError as exc:
             raise DnnbenchError(f"cannot start {self.argv[0]}: {exc.strerror or exc}") from None
         token = (self.env or {}).get(TOKEN_ENV)
-        self.descendants = reaper.Descendants(self.proc.pid, (TOKEN_ENV, token) if token else None)
+        self.descendants = reaper.Descendants(self.proc.pid, (lambda pid: carries(pid, TOKEN_ENV, token))
+                                              if token else None)
 
     def lines(self) -> Iterator[str]:
         assert self.proc is not None and self.proc.stdout is not None

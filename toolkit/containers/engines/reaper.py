@@ -17,6 +17,7 @@ import os
 import signal
 import threading
 import time
+from typing import Callable
 
 PR_SET_CHILD_SUBREAPER = 36
 _adopting: bool | None = None
@@ -56,16 +57,11 @@ def _table() -> dict[int, tuple[int, str, int, str]]:
     return out
 
 
-def _carries(pid: int, name: str, value: str) -> bool:
-    from dnnbench.containers.engines.process import carries
-    return carries(pid, name, value)
-
-
 class Descendants:
     """The processes one run started, followed from its first process (`root`)."""
 
-    def __init__(self, root: int, token: tuple[str, str] | None = None):
-        self.root, self.token = root, token
+    def __init__(self, root: int, carries_token: Callable[[int], bool] | None = None):
+        self.root, self.carries_token = root, carries_token   # whether a pid has the run's token
         st = _stat(root)
         self.root_start = st[3] if st else None
         self.seen: dict[int, str] = {}       # pid -> start time (a reused pid is not ours)
@@ -76,7 +72,7 @@ class Descendants:
         """Whether an orphan handed to dnnbench belongs to this run."""
         if st[2] == self.root:                # still in the run's session
             return True
-        if self.token and _carries(pid, *self.token):
+        if self.carries_token is not None and self.carries_token(pid):
             return True
         me = table.get(os.getpid())
         with _lock:
