@@ -76,6 +76,28 @@ def test_a_scripts_daemon_does_not_outlive_a_host_run(tmp_path, clear):
             os.kill(pid, signal.SIGKILL)
 
 
+@pytest.mark.parametrize("children_files", [True, False], ids=["proc-children", "whole-table"])
+def test_descendants_end_a_setsid_grandchild_on_either_way_of_reading_proc(tmp_path, monkeypatch, children_files):
+    from dnnbench.containers.engines import reaper
+    monkeypatch.setattr(reaper, "_CHILDREN_FILES", children_files and reaper._CHILDREN_FILES)
+    assert reaper.adopt_orphans()
+    pidfile = tmp_path / "daemon.pid"
+    code = DAEMON.format(pidfile=str(pidfile), clear="os.environ.clear()", tail="time.sleep(600)")
+    root = subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
+    tree = reaper.Descendants(root.pid)
+    try:
+        assert _wait_file(pidfile)
+        pid = int(pidfile.read_text())
+        tree.scan()
+        root.kill()
+        root.wait()
+        assert _alive(pid)                  # the group's end did not reach it: it left the session
+        assert pid in tree.end() and not _alive(pid)
+    finally:
+        if pidfile.exists() and _alive(int(pidfile.read_text())):
+            os.kill(int(pidfile.read_text()), signal.SIGKILL)
+
+
 # --- a file's environment never starts code -----------------------------------------------------
 
 def _forged(tmp_path, name, change) -> object:
@@ -241,7 +263,7 @@ def _result_with(tmp_path, text):
 @settings(max_examples=int(os.environ.get("DNNBENCH_HYPOTHESIS_EXAMPLES", "40")), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture], derandomize=True)
 @given(text=hostile_text, place=st.sampled_from(["workload", "gpus", "images", "env", "data", "report-table",
-                                                  "report-md", "report-csv", "slurm", "results"]))
+                                                  "report-md", "report-csv", "report-json", "slurm", "results"]))
 def test_no_printed_value_drives_the_terminal(tmp_path, text, place):
     from tests.helpers import cli_inprocess
     box = tmp_path / f"b{abs(hash((text, place)))}"

@@ -99,7 +99,8 @@ def supervise(job: Job, *, log_path: Path, on_line: Callable[[str], None] = lamb
     log = RunLog(log_path)
 
     def note(message: str) -> None:
-        log.write(f"[dnnbench] {message}")
+        from dnnbench.console import visible
+        log.write(f"[dnnbench] {visible(message)}")
         say(message)
 
     def pump() -> None:

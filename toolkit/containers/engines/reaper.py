@@ -57,6 +57,45 @@ def _table() -> dict[int, tuple[int, str, int, str]]:
     return out
 
 
+# /proc/PID/task/TID/children (CONFIG_PROC_CHILDREN, most kernels): a tree is walked by reading
+# only its own processes; without it, every process's stat is read once per scan
+_CHILDREN_FILES = os.path.exists(f"/proc/self/task/{os.getpid()}/children")
+
+
+class _View:
+    """One look at the process table: each process's stat and children, read once."""
+
+    def __init__(self):
+        self._stats: dict[int, tuple[int, str, int, str] | None] = {}
+        self._kids: dict[int, list[int]] | None = None
+        if not _CHILDREN_FILES:
+            self._stats = dict(_table())
+            self._kids = {}
+            for pid, st in self._stats.items():
+                self._kids.setdefault(st[0], []).append(pid)
+
+    def stat(self, pid: int) -> tuple[int, str, int, str] | None:
+        if pid not in self._stats and self._kids is None:
+            self._stats[pid] = _stat(pid)
+        return self._stats.get(pid)
+
+    def children(self, pid: int) -> list[int]:
+        if self._kids is not None:
+            return self._kids.get(pid, [])
+        out: list[int] = []
+        try:
+            tasks = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            return out
+        for tid in tasks:
+            try:
+                with open(f"/proc/{pid}/task/{tid}/children", "rb") as fh:
+                    out += [int(x) for x in fh.read().split()]
+            except (OSError, ValueError):
+                pass
+        return out
+
+
 class Descendants:
     """The processes one run started, followed from its first process (`root`)."""
 
@@ -68,13 +107,13 @@ class Descendants:
         with _lock:
             _active.add(root)
 
-    def _ours(self, pid: int, st: tuple[int, str, int, str], table: dict) -> bool:
+    def _ours(self, pid: int, st: tuple[int, str, int, str], view: _View) -> bool:
         """Whether an orphan handed to dnnbench belongs to this run."""
         if st[2] == self.root:                # still in the run's session
             return True
         if self.carries_token is not None and self.carries_token(pid):
             return True
-        me = table.get(os.getpid())
+        me = view.stat(os.getpid())
         with _lock:
             alone = _active == {self.root}
         # one run going: a process that left dnnbench's own session is that run's daemon (what
@@ -83,21 +122,20 @@ class Descendants:
 
     def scan(self) -> None:
         """Note every living process below the run, and the orphans of the run handed to us."""
-        table = _table()
-        children: dict[int, list[int]] = {}
-        for pid, st in table.items():
-            children.setdefault(st[0], []).append(pid)
-        alive = [p for p, start in self.seen.items() if p in table and table[p][3] == start]
+        view = _View()
+        alive = [p for p, start in self.seen.items() if (view.stat(p) or (0, "", 0, None))[3] == start]
         todo = [self.root] + alive
-        me = os.getpid()
-        todo += [p for p in children.get(me, []) if p != self.root and p not in self.seen
-                 and p not in _active and self._ours(p, table[p], table)]
+        for p in view.children(os.getpid()):
+            st = view.stat(p)
+            if st and p != self.root and p not in self.seen and p not in _active and self._ours(p, st, view):
+                todo.append(p)
         while todo:
             pid = todo.pop()
-            if pid in table and (pid != self.root or table[pid][3] == self.root_start):
+            st = view.stat(pid)
+            if st is not None and (pid != self.root or st[3] == self.root_start):
                 if pid not in self.seen:
-                    self.seen[pid] = table[pid][3]
-                todo += [c for c in children.get(pid, []) if c not in self.seen]
+                    self.seen[pid] = st[3]
+                todo += [c for c in view.children(pid) if c not in self.seen]
 
     def end(self, seconds: float = 10.0) -> list[int]:
         """SIGKILL what is left of the run and reap what comes to us; the pids it killed."""
