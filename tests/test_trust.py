@@ -351,3 +351,11 @@ def test_a_dry_run_refuses_a_missing_sif_as_the_run_would(tmp_path):
                    "no such .sif", "b.sif")
     one_line_error(dnnbench("run", "resnet18", "--runtime", "singularity", "--image", tmp_path / "b.sif",
                             "--dry-run", "--results", tmp_path / "r"), "no such .sif")
+
+
+def test_a_rank_that_fails_in_its_step_fails_the_run(tmp_path):
+    res = dnnbench("run", "--script", SCRIPTS / "ddp_rank_fails.py", "--runtime", "host", "--nproc", "2",
+                   "--results", tmp_path, "--run-id", "rf", *TIMING, timeout=300)
+    assert res.returncode != 0
+    data = json.loads((tmp_path / "rf" / "result.json").read_text())
+    assert data["status"] == "error" and "rank 1 failed" in data["message"] and "exploded" in data["message"]

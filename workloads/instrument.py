@@ -252,17 +252,19 @@ def _check(a):
     return None
 
 
-def _gather(windows):
-    """Every rank's windows when the script made a process group; [this rank's] otherwise."""
+def _gather(windows, failure=None):
+    """Every rank's windows when the script made a process group; [this rank's] otherwise. Each
+    carries its failure (None: it ended well), so rank 0 never writes "ok" over a failed rank."""
     try:
         import torch.distributed as dist
         if dist.is_available() and dist.is_initialized():
             out = [None] * dist.get_world_size()
             dist.all_gather_object(out, {"rank": dist.get_rank(), "host": socket.gethostname(),
-                                         "windows": windows})
+                                         "windows": windows, "failure": failure})
             return out, dist.get_rank()
-    except Exception as exc:  # noqa: BLE001 - a failed gather keeps this rank's figures
+    except Exception as exc:  # noqa: BLE001 - a failed gather is said in the result, not raised
         _log("dnnbench: could not gather the ranks' windows: %s" % exc)
+        return [{"rank": _world()[0], "host": socket.gethostname(), "windows": windows}], None
     return [{"rank": 0, "host": socket.gethostname(), "windows": windows}], 0
 
 
@@ -339,10 +341,20 @@ def _no_group(world):
 
 def _finish(result, meter, code, a):
     from . import system, verdict
-    ranks, rank = _gather(meter.windows)
+    ranks, rank = _gather(meter.windows, result["message"] or ("exit code %s" % code) if code else None)
+    failed = [(r.get("rank"), r.pop("failure", None)) for r in ranks]
+    failed = [(n, why) for n, why in failed if why]
     launched_rank, launched = _world()
-    alone = launched > 1 and len(ranks) == 1
-    if alone:          # copies that never met: one writes the result (saying so), none is believed
+    if failed and code == EXIT_OK and result["status"] == "running":   # another rank's failure is the run's
+        result["status"], code = "error", EXIT_ERROR
+        result["message"] = "rank %s failed: %s" % failed[0]
+    if rank is None:   # a group whose gather failed (a rank died in its step): no one figure holds
+        rank = launched_rank
+        if code == EXIT_OK and result["status"] == "running":
+            result["status"], code = "error", EXIT_ERROR
+            result["message"] = ("the ranks' windows could not be gathered (another rank failed?): this "
+                                 "rank's figures alone are not the run's")
+    elif launched > 1 and len(ranks) == 1:   # copies that never met: one writes the result, saying so
         rank = launched_rank
         if code == EXIT_OK and result["status"] == "running":
             result["status"], result["message"], code = "error", _no_group(launched), EXIT_USAGE
