@@ -116,9 +116,10 @@ class Descendants:
         me = view.stat(os.getpid())
         with _lock:
             alone = _active == {self.root}
-        # one run going: a process that left dnnbench's own session is that run's daemon (what
-        # dnnbench itself starts stays in its session, or is a run's first process)
-        return alone and me is not None and st[2] != me[2] and pid not in _active
+        # one run going: a process started after the run that left dnnbench's own session is that
+        # run's daemon (what dnnbench itself starts stays in its session, or is a run's first process)
+        later = self.root_start is not None and int(st[3]) >= int(self.root_start)
+        return alone and later and me is not None and st[2] != me[2] and pid not in _active
 
     def scan(self) -> None:
         """Note every living process below the run, and the orphans of the run handed to us."""
