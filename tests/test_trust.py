@@ -173,6 +173,8 @@ FORGERIES = {
     "runtime-type": (lambda d: d["host"].update(runtime=["host"]), "host.runtime"),
     "image-digest-type": (lambda d: d.update(manifest={"host": {"image": {"id": 5}}}), "manifest.host.image"),
     "synthetic-type": (lambda d: d.update(synthetic="yes"), "synthetic"),
+    "env-type": (lambda d: d["host"].update(env={"A": [1]}), "host.env A"),
+    "env-owned": (lambda d: d["host"].update(env={"RANK": "3"}), "torchrun"),
 }
 
 

@@ -67,6 +67,10 @@ def problems(data: dict) -> list[str]:
                 gpus_mod.parse(",".join(gpus))
             except DnnbenchError as exc:
                 out.append(f"host.gpus: {exc}")
+    try:
+        environment.from_mapping(host.get("env") or {}, "host.env")
+    except DnnbenchError as exc:
+        out.append(str(exc))
     if not isinstance(data.get("synthetic"), (bool, type(None))):
         out.append(f"synthetic must be true, false or null, not {data.get('synthetic')!r:.40}")
     opts = data.get("options") or {}
