@@ -266,7 +266,8 @@ def _result_with(tmp_path, text):
 @settings(max_examples=int(os.environ.get("DNNBENCH_HYPOTHESIS_EXAMPLES", "40")), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture], derandomize=True)
 @given(text=hostile_text, place=st.sampled_from(["workload", "gpus", "images", "env", "data", "report-table",
-                                                  "report-md", "report-csv", "report-json", "slurm", "results"]))
+                                                  "report-md", "report-csv", "report-json", "report-html", "slurm",
+                                                  "results"]))
 def test_no_printed_value_drives_the_terminal(tmp_path, text, place):
     from tests.helpers import cli_inprocess
     import tempfile
