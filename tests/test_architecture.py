@@ -160,6 +160,8 @@ _AROUND_THE_FILE_LAYER = {
     ("workloads/system.py", 'open("/proc/cpuinfo")'): "a kernel file, not a user's",
     ("workloads/manifest.py", "open(path)"): "/sys cpufreq files, not a user's",
     ("toolkit/containers/engines/process.py", 'open(f"/proc/{pid}/'): "a kernel file, not a user's",
+    ("toolkit/containers/engines/reaper.py", 'open(f"/proc/{pid}/'): "a kernel file, not a user's",
+    ("toolkit/cli/__init__.py", "os.open(os.devnull"): "the null device: output a full disk refused is dropped",
     ("toolkit/locks.py", "os.O_DIRECTORY | os.O_NOFOLLOW"): "a folder's descriptor, no link followed",
     ("toolkit/containers/catalog.py", "item.read_text("): "the package's own images/*.yaml",
     ("toolkit/containers/build.py", "shutil.copy2(dnnbench.__file__"): "the package's code into a fresh temp folder",

@@ -25,7 +25,7 @@ def test_bases_table():
     (["build", "--base", "cpu", "--build-arg", "NOEQUALS"], ["KEY=VALUE"]),
     (["build", "--base", "cpu", "--tag", "Bad Tag"], ["not a valid image tag"]),
     (["run", "resnt50", "--dry-run"], ["unknown workload", "resnet50"]),
-    (["run", "resnet50", "--gpus", "0,,1", "--dry-run"], ["malformed"]),
+    (["run", "resnet50", "--gpus", "0,,1", "--dry-run"], ["member 2 of 3 is empty"]),
     (["run", "resnet50", "--gpus", "0,0", "--dry-run"], ["twice"]),
     (["run", "resnet50", "--runtime", "podman", "--dry-run"], ["--runtime"]),
     (["run", "resnet50", "--batch-size", "0", "--dry-run"], ["--batch-size"]),

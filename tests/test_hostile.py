@@ -128,7 +128,7 @@ def test_build_and_render_bad_input(box, args, fragment):
     (["--batch-size", "0"], "--batch-size"), (["--batch-size", "-5"], "--batch-size"),
     (["--number", "0"], "--number"), (["--repeat", "0"], "--repeat"), (["--warmup", "-1"], "--warmup"),
     (["--start-iter", "5"], "go together"), (["--start-iter", "5", "--stop-iter", "5"], "--start-iter"),
-    (["--amp", "fp8"], "fp8"), (["--gpus", "0,,1"], "malformed"), (["--runtime", "[/x]"], "--runtime"),
+    (["--amp", "fp8"], "fp8"), (["--gpus", "0,,1"], "is empty"), (["--runtime", "[/x]"], "--runtime"),
     (["--batch-size", "x"], "--batch-size"), (["--lr", "x"], "--lr"),
     (["--", "--results", "/etc"], "--results"), (["--", "--results=/etc"], "--results"),
     (["--", "--res", "/etc"], "--res"), (["--", "--run-id", "x"], "--run-id"), (["--", "--run", "x"], "--run"),
@@ -190,6 +190,7 @@ def test_run_bad_data(box, make, fragment):
 
 @pytest.mark.parametrize("folder", ["a,b", "a:b"])
 def test_apptainer_bind_refuses_unquotable_paths(box, folder):
+    (box / "work" / "x.sif").write_bytes(b"")     # a dry run refuses a missing .sif first
     res = dnnbench("run", "resnet18", "--runtime", "singularity", "--image", "x.sif", "--dry-run",
                    "--results", box / folder, cwd=box / "work")
     clean(res, 2, "Apptainer cannot bind")
@@ -655,7 +656,8 @@ def test_fault_no_pillow(box):
     (shim / "PIL").mkdir(parents=True)
     (shim / "PIL" / "__init__.py").write_text("raise ImportError('no Pillow here')\n")
     env = {"PYTHONPATH": str(shim)}
-    clean(dnnbench("data", "fake", "imagenet", "--to", box / "f", "--images", "4", env=env), 2, "Pillow")
+    clean(dnnbench("data", "fake", "imagenet", "--to", box / "f", "--images", "4", "--classes", "4", env=env), 2,
+          "Pillow")
     clean(dnnbench("data", "verify", box / "victim", "--kind", "imagenet", "--deep", env=env), 2, "Pillow")
 
 

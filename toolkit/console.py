@@ -8,8 +8,18 @@ string passed through `escape`.
 from rich.console import Console
 from rich.markup import escape as _escape
 
-out = Console(highlight=False, emoji=False)
-err = Console(stderr=True, highlight=False, emoji=False)
+
+class _Console(Console):
+    """A rich Console that puts every string it renders (print's arguments, table cells, titles)
+    through visible() first: a value that reaches the terminal without its caller's escape is
+    still shown, not acted on. Markup is left whole (visible never touches `[`)."""
+
+    def render_str(self, text, **kwargs):
+        return super().render_str(visible(text), **kwargs)
+
+
+out = _Console(highlight=False, emoji=False)
+err = _Console(stderr=True, highlight=False, emoji=False)
 
 
 def escape(value) -> str:
@@ -17,14 +27,26 @@ def escape(value) -> str:
     return _escape(str(value))
 
 
-_CONTROL = {c: f"\\x{c:02x}" for c in list(range(0x20)) + [0x7f] if c not in (0x09, 0x0a)}
+# what a terminal, an editor or a shell acts on rather than shows: C0 and DEL, C1 (0x9b is a
+# one-byte CSI, as ESC [ is), and the bidi controls that reorder a line as it is displayed
+# (U+202A-202E, U+2066-2069, the marks U+200E/U+200F/U+061C: a name can show as another)
+BIDI = (0x061c, 0x200e, 0x200f, *range(0x202a, 0x202f), *range(0x2066, 0x206a))
+_CONTROL = {c: (f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}")
+            for c in [*range(0x20), 0x7f, *range(0x80, 0xa0), *BIDI] if c not in (0x09, 0x0a)}
 _CONTROL_LINE = {**_CONTROL, 0x0a: "\\n"}
 
 
 def visible(value, one_line: bool = False) -> str:
-    """Text with every control character (ESC sequences included) shown as \\xNN, never acted on
-    by the terminal: what a user, a file or a result named reaches the screen as data."""
+    """Text with every control character (ESC sequences, C1, bidi overrides) shown as \\xNN or
+    \\uNNNN, never acted on by the terminal: what a user, a file or a result named reaches the
+    screen, a log, a table or a script as data. The one escape: everything printed goes through it."""
     return str(value).translate(_CONTROL_LINE if one_line else _CONTROL)
+
+
+def unprintable(value) -> bool:
+    """Whether `value` holds what visible() escapes (a tab or newline included): for values that
+    must be refused rather than shown, such as a job script's line or an --env value."""
+    return any(ord(c) in _CONTROL_LINE or c == "\t" for c in str(value))
 
 
 def warn(message: str) -> None:

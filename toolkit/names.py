@@ -57,6 +57,11 @@ def user_path(path, what: str = "path") -> Path:
     text = str(path)
     if "\0" in text:
         raise DnnbenchError(f"{what} {text!r} holds a NUL character")
+    try:     # a name of bytes that are not UTF-8 could not be written to a log, a result or a table
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise DnnbenchError(f"{what} {text.encode('utf-8', 'surrogateescape')!r}: the name is not UTF-8 "
+                            f"text; rename it (results and logs record it as text)") from None
     for part in text.split("/"):
         if len(os.fsencode(part)) > NAME_MAX:
             raise DnnbenchError(f"{what}: the name {part[:40]!r}... is {len(os.fsencode(part))} bytes long; "

@@ -27,6 +27,7 @@ import re
 import runpy
 import socket
 import sys
+import threading
 import time
 import uuid
 from datetime import datetime
@@ -86,6 +87,7 @@ class Meter(object):
         self.window_steps = 0
         self.window_items = 0
         self.done = False
+        self.thread_failure = None  # "Type: message" of the first exception a script's thread died of
 
     def fetched(self, batch, seconds):
         self.batches += 1
@@ -194,6 +196,20 @@ def install(meter):
     if torch.cuda.is_available():
         meter.clock.sync = torch.cuda.synchronize
 
+    # a script that steps from a thread: the Stop raised there ends that thread quietly (it is
+    # ours, not the script's failure); any other exception a thread dies of is the run's failure,
+    # not lost in a traceback while the main thread exits 0 (Python 3.8+: threading.excepthook)
+    original_hook = getattr(threading, "excepthook", None)
+    if original_hook is not None:
+        def thread_failed(args):
+            if issubclass(args.exc_type, Stop):
+                return
+            if meter.thread_failure is None:
+                meter.thread_failure = "%s: %s" % (args.exc_type.__name__, _text(args.exc_value))
+            original_hook(args)
+        setattr(threading, "excepthook", thread_failed)
+        undo.append(lambda: setattr(threading, "excepthook", original_hook))
+
     def remove():
         for u in reversed(undo):
             u()
@@ -227,22 +243,28 @@ def _check(a):
         value = getattr(a, name)
         if value is not None and not lo <= value <= 2**31:
             return "--%s must be between %d and 2^31, not %d" % (name.replace("_", "-"), lo, value)
+    try:     # the path goes into the result, a JSON text: bytes that are not UTF-8 cannot
+        a.script.encode("utf-8")
+    except UnicodeEncodeError:
+        return "script %r: the path is not UTF-8 text; rename it" % a.script.encode("utf-8", "surrogateescape")
     if not fileio.is_regular(a.script):
         return "script %s is not a readable regular file" % a.script
     return None
 
 
-def _gather(windows):
-    """Every rank's windows when the script made a process group; [this rank's] otherwise."""
+def _gather(windows, failure=None):
+    """Every rank's windows when the script made a process group; [this rank's] otherwise. Each
+    carries its failure (None: it ended well), so rank 0 never writes "ok" over a failed rank."""
     try:
         import torch.distributed as dist
         if dist.is_available() and dist.is_initialized():
             out = [None] * dist.get_world_size()
             dist.all_gather_object(out, {"rank": dist.get_rank(), "host": socket.gethostname(),
-                                         "windows": windows})
+                                         "windows": windows, "failure": failure})
             return out, dist.get_rank()
-    except Exception as exc:  # noqa: BLE001 - a failed gather keeps this rank's figures
+    except Exception as exc:  # noqa: BLE001 - a failed gather is said in the result, not raised
         _log("dnnbench: could not gather the ranks' windows: %s" % exc)
+        return [{"rank": _world()[0], "host": socket.gethostname(), "windows": windows}], None
     return [{"rank": 0, "host": socket.gethostname(), "windows": windows}], 0
 
 
@@ -285,16 +307,57 @@ def main(argv=None):
         import traceback
         traceback.print_exc()
         code = EXIT_ERROR
-        result["message"] = "the script failed: %s: %s" % (type(exc).__name__, str(exc).strip()[:2000])
+        result["message"] = "the script failed: %s: %s" % (type(exc).__name__, _text(exc))
     finally:
         remove()
+    if meter.thread_failure and code == EXIT_OK:
+        code = EXIT_ERROR
+        result["message"] = "a thread of the script failed: %s" % meter.thread_failure
     result["script"]["exit_code"] = code
     return _finish(result, meter, code, a)
 
 
+def _text(exc):
+    """An exception's message, even when its __str__ itself fails (a script's own class)."""
+    try:
+        return str(exc).strip()[:2000]
+    except Exception:  # noqa: BLE001 - whatever its __str__ raises, the run's failure is kept
+        return "(its message could not be read)"
+
+
+def _world():
+    """(rank, world size) as torchrun gave them: what the script should have joined."""
+    try:
+        return int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
+    except ValueError:
+        return 0, 1
+
+
+def _no_group(world):
+    return ("the script ran as %d processes (torchrun, --nproc) but never formed a process group "
+            "(torch.distributed.init_process_group), so each measured alone and no one figure holds: "
+            "run it with --nproc 1, or have it call init_process_group" % world)
+
+
 def _finish(result, meter, code, a):
     from . import system, verdict
-    ranks, rank = _gather(meter.windows)
+    ranks, rank = _gather(meter.windows, result["message"] or ("exit code %s" % code) if code else None)
+    failed = [(r.get("rank"), r.pop("failure", None)) for r in ranks]
+    failed = [(n, why) for n, why in failed if why]
+    launched_rank, launched = _world()
+    if failed and code == EXIT_OK and result["status"] == "running":   # another rank's failure is the run's
+        result["status"], code = "error", EXIT_ERROR
+        result["message"] = "rank %s failed: %s" % failed[0]
+    if rank is None:   # a group whose gather failed (a rank died in its step): no one figure holds
+        rank = launched_rank
+        if code == EXIT_OK and result["status"] == "running":
+            result["status"], code = "error", EXIT_ERROR
+            result["message"] = ("the ranks' windows could not be gathered (another rank failed?): this "
+                                 "rank's figures alone are not the run's")
+    elif launched > 1 and len(ranks) == 1:   # copies that never met: one writes the result, saying so
+        rank = launched_rank
+        if code == EXIT_OK and result["status"] == "running":
+            result["status"], result["message"], code = "error", _no_group(launched), EXIT_USAGE
     result["ranks"] = ranks
     result["world_size"] = len(ranks)
     result["windows"] = meter.windows

@@ -3,6 +3,7 @@ registering its commands here. Thin wiring: a command's work lives in its stage'
 imported inside the command so that `dnnbench --help` stays fast."""
 from __future__ import annotations
 
+import errno
 import sys
 
 import typer
@@ -57,6 +58,27 @@ def _terminate_as_interrupt() -> None:
             pass
 
 
+# what a write to stdout or stderr can fail with when the output's disk cannot take it (`report >
+# /dev/full`): one line on stderr, exit 1, not a traceback
+_OUTPUT_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO)
+
+
+def _output_failed(exc: OSError) -> None:
+    import os
+    where = exc.filename or "the output"
+    try:
+        sys.stderr.write(f"error: cannot write {where}: {exc.strerror or exc}\n")
+        sys.stderr.flush()
+    except OSError:
+        pass
+    try:   # what stays buffered must not fail again as the interpreter exits
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    sys.exit(1)
+
+
 def main() -> None:
     from rich.text import Text
 
@@ -65,6 +87,11 @@ def main() -> None:
     _terminate_as_interrupt()
     try:
         code = command.main(prog_name="dnnbench", standalone_mode=False)
+        sys.stdout.flush()    # a full disk under stdout fails here, not in the interpreter's exit
+    except OSError as exc:
+        if exc.errno not in _OUTPUT_FULL:
+            raise
+        _output_failed(exc)
     except DnnbenchError as exc:
         err.print(Text.assemble(("error: ", "bold red"), visible(exc, one_line=True)), soft_wrap=True)
         if exc.log:

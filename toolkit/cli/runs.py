@@ -66,6 +66,8 @@ SCRIPT_PARAMS = {
 ENV_HELP = ("NAME=VALUE in the run's processes, e.g. NCCL_DEBUG=INFO (repeatable; kept in the result, "
             "which `reproduce` gives again); not a name dnnbench or torchrun sets (DNNBENCH_*, RANK, "
             "CUDA_VISIBLE_DEVICES, ...).")
+FILE_ENV_HELP = ("NAME=VALUE for every run, over the file's env (repeatable). The only way to give what "
+                 "starts code (PYTHON*, LD_*, PATH, ...): a file's env never does.")
 
 
 def _workload_or_script(workload: Optional[str], extra: list, script) -> tuple[Optional[str], list]:
@@ -272,7 +274,8 @@ def _images_job(workload: str, job: dict, harness: dict) -> tuple[RunOptions, Op
         raise DnnbenchError("images are compared in containers: --runtime docker or singularity")
     opts = RunOptions(workload=workload, data=job["data"], gpus=job["gpus"], runtime=job["runtime"],
                       results=job["results"], run_id=job["run_id"], dry_run=job["dry_run"], **harness)
-    return opts, job["images"].split(",") if job["images"] else None, job["bases"]
+    from dnnbench.lists import members
+    return opts, members(job["images"], "--images") if job["images"] is not None else None, job["bases"]
 
 
 @with_params(IMAGES_PARAMS, key="job")
@@ -356,15 +359,18 @@ def suite_run(
     image: Optional[str] = typer.Option(None, "--image", help="Override every job's image."),
     base: Optional[str] = typer.Option(None, "--base", help="Override every job's base."),
     dry_run: bool = typer.Option(False, "--dry-run", help="List the runs; run nothing."),
+    env: List[str] = typer.Option([], "--env", "-e", help=FILE_ENV_HELP),
     harness: dict = INJECTED,
 ):
     """Run a suite: sweeps x repeats; a failed, timed-out or OOM run is recorded and the suite
     goes on; --resume continues an interrupted suite. At the end, a table of the jobs: throughput
     = sum_items/sum_seconds over every timed window of a job's repeats, its 95% CI, the window
     median, and with 5+ repeats MLPerf-style trimmed figures (fastest and slowest run dropped)."""
+    from dnnbench.runs import environment
     from dnnbench.runs.suite import suite_command
     raise typer.Exit(suite_command(file, only=only, resume=resume, results=results,
-                                       overrides={"runtime": runtime, "image": image, "base": base, **harness},
+                                       overrides={"runtime": runtime, "image": image, "base": base, **harness,
+                                                  "env": environment.parse(env)},
                                        dry_run=dry_run))
 
 
@@ -377,13 +383,16 @@ def reproduce(
     data: Optional[Path] = typer.Option(None, "--data", "-d", help="The dataset's folder here, when the result ran on one elsewhere."),
     tolerance: float = typer.Option(0.05, "--tolerance", callback=in_range(BY_NAME["tolerance"]), help="Reproduced when the 95% CI of new/old is within 1 +- this."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Do not echo the run's output."),
+    env: List[str] = typer.Option([], "--env", "-e", help=FILE_ENV_HELP),
 ):
     """Run the job of a result again (same workload, options, seed, data, GPUs; the same image by
     digest) and compare the two: reproduced, faster, slower or inconclusive. Exit 1 when the new
     run is clearly faster or slower than the tolerance allows."""
+    from dnnbench.runs import environment
     from dnnbench.runs.reproduce import reproduce_command
     raise typer.Exit(reproduce_command(result, runtime=plain(runtime), image=image, results=results, run_id=run_id,
-                                       tolerance=tolerance, quiet=quiet, data_dir=data))
+                                       tolerance=tolerance, quiet=quiet, data_dir=data,
+                                       env=environment.parse(env)))
 
 
 PASS_THROUGH = {"allow_extra_args": True, "ignore_unknown_options": False}

@@ -59,8 +59,9 @@ class Recipe:
 
 
 def _plain(what: str, value) -> str:
+    from dnnbench.console import unprintable
     text = str(value)
-    if any(ord(c) < 32 or ord(c) == 127 for c in text):
+    if unprintable(text):
         raise DnnbenchError(f"{what} contains a newline or control character: {text!r}")
     return text
 

@@ -73,6 +73,9 @@ def planned(image: str | None, base: str | None, runtime: str = "docker") -> Run
         return RunImage(ref=image or known.tag, base=base, python=known.python_bin, accelerator=known.accelerator,
                         entrypoint=list(known.entrypoint or ()), arch=known.arch)
     if image:
+        if runtime != "docker" and not Path(image).expanduser().exists():   # a dry run refuses what the run would
+            raise DnnbenchError(f"no such .sif: {image} (`dnnbench build --format singularity` or "
+                                f"`dnnbench pull` makes one)")
         return RunImage(ref=image, base=None, python="python3", accelerator="nvidia")
     if runtime == "docker":
         from dnnbench.containers.engines import docker

@@ -33,6 +33,9 @@ def fake_command(kind: str, dest: Path, images: int, classes: int, size: int, wo
         raise DnnbenchError(f"unknown dataset kind {kind!r}: choose {', '.join(FAKE_KINDS)}")
     if not (1 <= images <= 10**7 and 1 <= classes <= 10**5 and 8 <= size <= 8192):
         raise DnnbenchError("--images must be 1 to 10,000,000, --classes 1 to 100,000, --size 8 to 8192")
+    if kind == "imagenet" and classes > images:   # a class with no training image fails `data verify`
+        raise DnnbenchError(f"--classes {classes} is more than --images {images}: every class needs at least "
+                            f"one training image")
     if workers is not None and not 1 <= workers <= 256:
         raise DnnbenchError(f"--workers {workers}: give 1 to 256")
     if kind in ("imagenet", "coco"):

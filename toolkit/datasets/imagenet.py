@@ -95,7 +95,8 @@ def _prepare(src: Path, dest: Path, val_map: Path | None, workers: int | None) -
 
     with err.status(escape(f"reading the tar indexes in {src}")):
         units = _train_units(src) + _val_units(src, val_map)
-    todo = [u for u in units if not (dest / u.name).is_dir()]
+    _check_places(dest, units)
+    todo = [u for u in units if not fileio.is_real_dir(str(dest / u.name))]
     _check_space(dest, todo, done=len(units) - len(todo))
 
     partial = dest / PARTIAL
@@ -121,6 +122,18 @@ def _prepare(src: Path, dest: Path, val_map: Path | None, workers: int | None) -
     info(f"{dest}: {counts['classes']} classes, {counts['train_images']} train and {counts['val_images']} val "
          f"images ({len(todo)} of {len(units)} parts extracted in {time.monotonic() - started:.0f} s; "
          f"{len(units) - len(todo)} were already done)")
+
+
+def _check_places(dest: Path, units: list[Unit]) -> None:
+    """Every folder the dataset will occupy (train, val, each class, .partial) is a real folder
+    or absent: a file, link, FIFO or device there is named in one line before anything is
+    extracted, not met half-way as a FileExistsError (.partial alone is ours to clear)."""
+    places = {"train", "val"} | {u.name for u in units}
+    for name in sorted(places, key=lambda n: (n.count("/"), n)):
+        path = str(dest / name)
+        if os.path.lexists(path) and not fileio.is_real_dir(path):
+            raise DnnbenchError(f"{path} is {fileio.kind_at(path)} where the dataset's folder {name} belongs: "
+                                f"move it away and run the same command again")
 
 
 def _remove_partial(partial: Path, dest: Path) -> None:

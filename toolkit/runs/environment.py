@@ -2,11 +2,17 @@
 (a shell left inside a job must not make a host run wait for ranks that never come), and the
 user's `--env` (suites: `env:`), checked here for every command that takes it (run, suite,
 slurm, reproduce): a name the run's own machinery sets is refused in one line, since the
-user's value would be overwritten or, worse, believed."""
+user's value would be overwritten or, worse, believed.
+
+A file's environment (a result's `host.env` that `reproduce` applies again, a suite's `env:`)
+is data someone else may have written: it never carries a name that changes how a program
+starts (STARTS_CODE: PYTHONPATH to a sitecustomize.py, LD_PRELOAD, BASH_ENV, PATH, ...); such
+names are dropped with one warning, and come only from the user's own --env."""
 from __future__ import annotations
 
 import re
 
+from dnnbench.console import unprintable
 from dnnbench.errors import DnnbenchError
 from dnnbench.runs.plan import STEP_DEVICES
 
@@ -26,6 +32,13 @@ _OWNED = ((("DNNBENCH_",), "dnnbench (--run-id, --results and --image say what i
 # the Slurm job script's own variables (templates/slurm.sbatch.j2; a test reads them off the
 # scripts it writes): a user's export of one would be changed before the tasks start
 JOB_SCRIPT = ("HEAD", "HEAD_ADDR", "PORT", "TASK", "ADDR", "ROLE", "v", "RESUME", "BEFORE", "WARNED", "STEP", "CODE")
+# what makes the interpreter, the loader, a shell or a library load code before the run's own:
+# names, and prefixes ending in * (PYTHON* covers PYTHONPATH, PYTHONSTARTUP, PYTHONHOME, ...)
+STARTS_CODE = ("PYTHON*", "LD_*", "DYLD_*", "PERL5*", "PERLLIB", "RUBYOPT", "RUBYLIB", "NODE_OPTIONS",
+               "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS", "PS4",
+               "PROMPT_COMMAND", "IFS", "PATH", "GLIBC_TUNABLES", "GCONV_PATH", "LOCPATH", "HOSTALIASES",
+               "CUDA_INJECTION64_PATH", "CUDA_INJECTION32_PATH", "NCCL_NET_PLUGIN", "NCCL_TUNER_PLUGIN",
+               "NCCL_PROFILER_PLUGIN", "OPENSSL_CONF", "OPENSSL_MODULES")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 MAX_VALUE = 32 * 1024      # one variable's value: longer is a mistake (and an argv a kernel refuses)
 
@@ -52,8 +65,8 @@ def check(name, value, flag: str = "--env", slurm: bool = False) -> tuple[str, s
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
         raise DnnbenchError(f"{flag} {name}: the value must be text or a number, got {type(value).__name__}")
     text = str(value)
-    if any(ord(c) < 32 or ord(c) == 127 for c in text):   # a newline would end a job script's line
-        raise DnnbenchError(f"{flag} {name}: the value must be one line of printable text")
+    if unprintable(text):   # a newline would end a job script's line; C1 and bidi drive a terminal
+        raise DnnbenchError(f"{flag} {name}: the value must be one line of printable text (no control or bidi character)")
     if text[:1] == '"' or text[-1:] == '"':   # Apptainer's --env strips them (no quoting keeps them)
         raise DnnbenchError(f"{flag} {name}: the value may not start or end with a double quote")
     if len(text) > MAX_VALUE:
@@ -62,6 +75,28 @@ def check(name, value, flag: str = "--env", slurm: bool = False) -> tuple[str, s
     if who:
         raise DnnbenchError(f"{flag} {name}: set for each process by {who}")
     return name, text
+
+
+def starts_code(name: str) -> bool:
+    """Whether `name` can make a program load or run other code as it starts (STARTS_CODE)."""
+    return any(name.startswith(n[:-1]) if n.endswith("*") else name == n for n in STARTS_CODE)
+
+
+def from_file(mapping, given=(), flag: str = "env", where: str = "the file", slurm: bool = False) -> dict[str, str]:
+    """A file's `env:` mapping, checked as --env is, without the names that start code unless
+    the user gave them on the command line (`given`: their --env names, whose values win)."""
+    return without_code([from_mapping(mapping, flag, slurm)], given, where)[0]
+
+
+def without_code(envs: list[dict], given, where: str) -> list[dict]:
+    """Each of a file's checked environments without the names that start code (STARTS_CODE)
+    that the user did not give on the command line; what is dropped is said in one warning."""
+    dropped = sorted({n for env in envs for n in env if starts_code(n) and n not in given})
+    if dropped:
+        from dnnbench.console import warn
+        warn(f"not applying {', '.join(dropped)} from {where}: a file may not set what starts code "
+             f"(the interpreter's, the loader's or a shell's variables); give it with --env NAME=VALUE")
+    return [{n: v for n, v in env.items() if n not in dropped} for env in envs]
 
 
 def parse(items, flag: str = "--env", slurm: bool = False) -> dict[str, str]:

@@ -5,9 +5,11 @@ import os
 import re
 import shutil
 
+from dnnbench import lists
 from dnnbench.errors import DnnbenchError
 
-_LIST = re.compile(r"^(\d+|GPU-[0-9a-fA-F-]+)(,(\d+|GPU-[0-9a-fA-F-]+))*$")
+# ASCII digits only: Python's \d also takes Arabic-Indic and other digits, which CUDA would not
+_ID = re.compile(r"[0-9]+|GPU-[0-9a-fA-F-]+", re.ASCII)
 
 
 def parse(spec: str | None) -> list[str] | None:
@@ -19,10 +21,10 @@ def parse(spec: str | None) -> list[str] | None:
         return None
     if spec == "all":
         return ["all"]
-    if not _LIST.match(spec):
-        raise DnnbenchError(f"--gpus {spec!r} is malformed: use all, none, or indices like 0 or 0,1 "
-                            f"(GPU UUIDs also work)")
-    ids = spec.split(",")
+    ids = lists.members(spec, "--gpus")
+    if not all(_ID.fullmatch(i) for i in ids):
+        raise DnnbenchError(f"--gpus {spec!r} is malformed: use all, none, or indices "
+                            f"like 0 or 0,1 in ASCII digits (GPU UUIDs also work)")
     if len(set(ids)) != len(ids):
         raise DnnbenchError(f"--gpus {spec!r} names a GPU twice")
     return ids

@@ -20,7 +20,7 @@ from dnnbench.runs.manifest import host_manifest
 from dnnbench.workloads.manifest import thread_env
 from dnnbench.runs.options import RUNTIME_ALIASES, RunOptions, harness_values
 from dnnbench.workloads.options import AMP, BY_NAME, HOST_OPTIONS
-from dnnbench.console import err, info, out, warn
+from dnnbench.console import err, info, out, visible, warn
 from dnnbench.errors import DnnbenchError
 from dnnbench.workloads import fileio
 
@@ -401,7 +401,7 @@ def execute(plan: plan_mod.RunPlan, *, quiet: bool = False):
             try:
                 owned.record(runtime=plan.runtime, **(getattr(job, "identity", None) or {}))
                 plan.save(run_dir / "plan.json")
-                fileio.write_atomic_text(str(run_dir / "log.txt"), f"$ {command}\n")
+                fileio.write_atomic_text(str(run_dir / "log.txt"), f"$ {visible(command)}\n")
                 owned.reserve()
             except OSError as exc:
                 for name in ("plan.json", "log.txt"):
@@ -430,8 +430,8 @@ def _supervised(plan, job, command, owned, stop, quiet):
 
     def on_line(line: str) -> None:
         tail.append(line)
-        if not quiet:
-            err.print(line, markup=False, highlight=False, soft_wrap=True)
+        if not quiet:   # what a terminal would show of a line a progress bar redraws with \r
+            err.print(line.rsplit("\r", 1)[-1], markup=False, highlight=False, soft_wrap=True)
 
     def on_start() -> None:
         if getattr(job, "identity", None) and plan.runtime != "docker":

@@ -10,6 +10,7 @@ from dnnbench.errors import DnnbenchError
 from dnnbench.runs import environment
 from dnnbench.workloads import schema
 from dnnbench.workloads.options import BY_NAME, HOST_OPTIONS
+from dnnbench.workloads.options import argv as harness_argv
 
 # result options that are not flags to pass again (set by the host, or derived by the harness)
 NOT_PASSED = {"data", "synthetic", "timed_iterations", "weight_decay"}   # weight_decay: the workload's own
@@ -27,7 +28,88 @@ def load(path: Path) -> tuple[Path, dict]:
         raise DnnbenchError(f"{file} is a run that ended {data['status']}: there is no figure to reproduce")
     if data.get("copies") or data.get("copy_of"):
         raise DnnbenchError(f"{file} is part of a parallel-copies run: reproduce it with `dnnbench suite run`")
+    wrong = problems(data)
+    if wrong:
+        more = f" (and {len(wrong) - 1} more)" if len(wrong) > 1 else ""
+        raise DnnbenchError(f"{file} cannot be run again: {wrong[0]}{more}")
     return file, data
+
+
+def _text(value) -> bool:
+    return value is None or isinstance(value, str)
+
+
+def problems(data: dict) -> list[str]:
+    """Everything in a result that `reproduce` would pass on and cannot, checked as a whole
+    before anything runs: the fields it reads (types), the options against the harness table and
+    the workload's own parser (a name it does not know, a value of the wrong kind), the GPUs and
+    the environment. A result is a file anyone may have written: nothing of it reaches a child
+    process unchecked."""
+    from dnnbench.runs import gpus as gpus_mod
+    from dnnbench.workloads import WORKLOADS
+    out = []
+    host, manifest = data.get("host") or {}, data.get("manifest") or {}
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("host") or {}, dict):
+        out.append("manifest.host must be an object")
+        manifest = {}
+    mhost = manifest.get("host") or {}
+    for where, block, keys in (("host", host, ("runtime", "image")), ("manifest.host", mhost, ("data",))):
+        out += [f"{where}.{k} must be text, not {block.get(k)!r:.40}" for k in keys if not _text(block.get(k))]
+    image = mhost.get("image") or {}
+    if not isinstance(image, dict) or not all(_text(image.get(k)) for k in ("id", "sha256")):
+        out.append("manifest.host.image must be an object of text id and sha256")
+    gpus = host.get("gpus")
+    if gpus is not None:
+        if not isinstance(gpus, list) or not all(isinstance(g, str) for g in gpus):
+            out.append(f"host.gpus must be a list of GPU indices as text, not {gpus!r:.40}")
+        elif gpus:
+            try:
+                gpus_mod.parse(",".join(gpus))
+            except DnnbenchError as exc:
+                out.append(f"host.gpus: {exc}")
+    try:
+        environment.from_mapping(host.get("env") or {}, "host.env")
+    except DnnbenchError as exc:
+        out.append(str(exc))
+    if not isinstance(data.get("synthetic"), (bool, type(None))):
+        out.append(f"synthetic must be true, false or null, not {data.get('synthetic')!r:.40}")
+    opts = data.get("options") or {}
+    if not isinstance(opts, dict):
+        return out + ["options must be an object"]
+    for o in HOST_OPTIONS:
+        value = opts.get(o.name)
+        wrong = value is not None and ((o.kind is bool and not isinstance(value, bool))
+                                       or (o.kind is str and not isinstance(value, str)))
+        why = "must be " + ("true or false" if o.kind is bool else "text") if wrong else o.problem(value)
+        if why:
+            out.append(f"options.{o.name} {value!r:.40}: {why}")
+    if out or data.get("workload") not in WORKLOADS:
+        return out
+    out += _workload_problems(data["workload"], opts)
+    return out
+
+
+def _workload_problems(workload: str, opts: dict) -> list[str]:
+    """The options as the workload's own argparse parser reads them (the container's, built
+    here from the same code): an unknown name or a bad value, as words rather than its exit."""
+    from dnnbench.workloads import load
+    from dnnbench.workloads.harness import parser_for
+    parser = parser_for(load(workload))
+    parser.allow_abbrev = False         # `batch` is not --batch-size: a name is known exactly or not
+    known = {a.dest for a in parser._actions} | set(BY_NAME) | NOT_PASSED
+    unknown = sorted(k for k in opts if k not in known)
+    if unknown:
+        return [f"options {', '.join(map(repr, unknown))}: not an option of {workload} or the harness"]
+
+    def refuse(message):
+        raise DnnbenchError(message)
+    parser.error = refuse
+    harness = {o.name: opts.get(o.name) for o in HOST_OPTIONS}
+    try:
+        parser.parse_args(harness_argv(harness) + workload_args(opts))
+    except DnnbenchError as exc:
+        return [f"options: {exc}"]
+    return []
 
 
 def workload_args(options: dict) -> list[str]:
@@ -64,7 +146,7 @@ def _image(data: dict, runtime: str, override: str | None) -> str | None:
 
 
 def options_for(data: dict, *, runtime: str | None, image: str | None, results: Path, run_id: str | None,
-                data_dir: Path | None, quiet: bool):
+                data_dir: Path | None, quiet: bool, env: dict | None = None, where: str = "the result"):
     from dnnbench.runs.options import RunOptions
     host = data.get("host") or {}
     runtime = runtime or host.get("runtime")
@@ -87,7 +169,8 @@ def options_for(data: dict, *, runtime: str | None, image: str | None, results: 
         gpus=",".join(gpus) if gpus else None, nproc=world if not gpus and world > 1 else None,
         runtime=runtime, image=_image(data, runtime, image), base=None, build=False, results=results,
         run_id=run_id, quiet=quiet, extra=workload_args(opts),
-        env=environment.from_mapping(host.get("env") or {}, "the result's env"), **harness)
+        env={**environment.from_file(host.get("env") or {}, env or {}, "the result's env", where),
+             **(env or {})}, **harness)
 
 
 def _warn_host_versions(data: dict) -> None:
@@ -105,7 +188,8 @@ def _warn_host_versions(data: dict) -> None:
 
 
 def reproduce_command(result: Path, *, runtime: str | None, image: str | None, results: Path,
-                      run_id: str | None, tolerance: float, quiet: bool, data_dir: Path | None = None) -> int:
+                      run_id: str | None, tolerance: float, quiet: bool, data_dir: Path | None = None,
+                      env: dict | None = None) -> int:
     from dnnbench.console import info, out
     from dnnbench.results.record import show_outcome
     from dnnbench.results.report import compare_command, job_name
@@ -114,7 +198,7 @@ def reproduce_command(result: Path, *, runtime: str | None, image: str | None, r
         raise DnnbenchError("--tolerance is a fraction between 0 and 1 (0.05 = 5 %)")
     file, data = load(result)
     opts = options_for(data, runtime=runtime, image=image, results=results, run_id=run_id, data_dir=data_dir,
-                       quiet=quiet)
+                       quiet=quiet, env=env, where=str(file))
     if opts.runtime == "host":
         _warn_host_versions(data)
     plan = build_plan(opts)

@@ -19,7 +19,7 @@ from pathlib import Path
 from dnnbench import __version__, external, names
 from dnnbench.runs import environment, lost_nodes, plan as plan_mod, training
 from dnnbench.runs import launch as run_mod
-from dnnbench.console import err, info, out
+from dnnbench.console import err, info, out, unprintable
 from dnnbench.errors import DnnbenchError
 from dnnbench.workloads import fileio
 
@@ -155,7 +155,7 @@ def _plain_text(values: list[tuple[str, str]]) -> None:
     any control character) in a path would still end a comment or an #SBATCH line and start a
     line of its own: such values are refused, before anything is written."""
     for what, value in values:
-        if any(ord(c) < 32 or ord(c) == 127 for c in value):
+        if unprintable(value):   # the one rule (console.visible): C0, C1, bidi controls
             raise DnnbenchError(f"{what} {value!r} holds a control character (a newline would start another "
                                 f"line of the job script): use a plain path or name")
 

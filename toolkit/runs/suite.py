@@ -145,7 +145,7 @@ def _options(run: Run, *, results: Path, run_id: str, overrides: dict, gpus: str
         build=False, results=results, run_id=f"{results.name}.{run_id}".replace("/", "."),
         run_dir=results / run_id, timeout=spec.get("timeout"), quiet=True,
         batch_size=run.batch_size, amp=run.amp, extra=[str(x) for x in spec.get("extra") or []],
-        cpuset=cpuset, memory=memory, env=dict(spec.get("env") or {}),
+        cpuset=cpuset, memory=memory, env={**(spec.get("env") or {}), **(overrides.get("env") or {})},
         **{key: _option(key, opts, overrides) for key in OPTION_NAMES},
         **_script_options(spec))
 
@@ -266,6 +266,10 @@ def suite_command(path: Path, *, only: list[str], resume: bool, results: Path, o
                 dry_run: bool) -> int:
     from dnnbench import names
     suite = load(path)
+    from dnnbench.runs import environment    # a suite file's env never starts code (only --env does)
+    for r, env in zip(suite.runs, environment.without_code([r.spec.get("env") or {} for r in suite.runs],
+                                                           overrides.get("env") or {}, str(path))):
+        r.spec["env"] = env
     runs = [r for r in suite.runs if not only or any(fnmatch.fnmatchcase(r.job, g) for g in only)]
     if not runs:
         raise DnnbenchError(f"--only {' '.join(only)} matches no job; jobs: "

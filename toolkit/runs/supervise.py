@@ -99,7 +99,8 @@ def supervise(job: Job, *, log_path: Path, on_line: Callable[[str], None] = lamb
     log = RunLog(log_path)
 
     def note(message: str) -> None:
-        log.write(f"[dnnbench] {message}")
+        from dnnbench.console import visible
+        log.write(f"[dnnbench] {visible(message)}")
         say(message)
 
     def pump() -> None:
@@ -140,6 +141,10 @@ def supervise(job: Job, *, log_path: Path, on_line: Callable[[str], None] = lamb
             if started and getattr(job, "output_goes_with_cleanup", False):
                 reader.join(timeout=30.0 if code is not None else 5.0)
             job.cleanup()
+            left = getattr(job, "left_behind", None)
+            if left:
+                note(f"ended {len(left)} process{'es' if len(left) > 1 else ''} the run left running "
+                     f"(pid {', '.join(map(str, left[:8]))}): a run's processes end with it")
         finally:
             if started:
                 reader.join(timeout=5.0)

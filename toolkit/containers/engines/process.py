@@ -11,6 +11,7 @@ import signal
 import subprocess
 from typing import Iterator
 
+from dnnbench.containers.engines import reaper
 from dnnbench.errors import DnnbenchError
 
 
@@ -59,17 +60,23 @@ class ProcessJob:
     def __init__(self, argv: list[str], env: dict | None = None, cwd: str | None = None):
         self.argv, self.env, self.cwd = argv, env, cwd
         self.proc: subprocess.Popen | None = None
+        self.descendants: reaper.Descendants | None = None
+        self.left_behind: list[int] = []     # processes of the run found alive after it, and killed
 
     def create(self) -> None:
         """Nothing to make before the process starts."""
 
     def start(self) -> None:
+        reaper.adopt_orphans()    # a daemon the run starts comes to us, not to init (see reaper)
         try:
             self.proc = subprocess.Popen(self.argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL, env=self.env, cwd=self.cwd,
                                          start_new_session=True)
         except OSError as exc:
             raise DnnbenchError(f"cannot start {self.argv[0]}: {exc.strerror or exc}") from None
+        token = (self.env or {}).get(TOKEN_ENV)
+        self.descendants = reaper.Descendants(self.proc.pid, (lambda pid: carries(pid, TOKEN_ENV, token))
+                                              if token else None)
 
     def lines(self) -> Iterator[str]:
         assert self.proc is not None and self.proc.stdout is not None
@@ -81,6 +88,8 @@ class ProcessJob:
         try:
             return self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
+            if self.descendants is not None:
+                self.descendants.scan()
             return None
 
     def _signal(self, sig: int) -> None:
@@ -114,3 +123,6 @@ class ProcessJob:
             except (ProcessLookupError, PermissionError):
                 pass
             self.proc.wait()
+        if self.descendants is not None:    # what left the group: daemons, setsid children
+            self.left_behind = self.descendants.end()
+            self.descendants = None

@@ -8,8 +8,14 @@ def render(view: View) -> str:
     from importlib import resources
 
     import jinja2
+    from markupsafe import Markup
+
+    from dnnbench.console import visible
+    # every value through the one escape before HTML's: a bidi override in a job name would
+    # reorder the page's text as it does a terminal's
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(resources.files("dnnbench.templates"))),
-                             autoescape=True, undefined=jinja2.StrictUndefined)
+                             autoescape=True, undefined=jinja2.StrictUndefined,
+                             finalize=lambda v: visible(v) if isinstance(v, str) and not isinstance(v, Markup) else v)
     cols = columns(view.table, view.with_baseline)
     return env.get_template("report.html.j2").render(
         statistic=STATISTIC, headings=[h for _, h in cols],
