@@ -517,7 +517,9 @@ def run_plan(plan: plan_mod.RunPlan, opts: RunOptions) -> int:
         out.print(plan_mod.describe(plan), markup=False, highlight=False)
         out.print(plan_mod.command_line(plan), markup=False, highlight=False, soft_wrap=True)
         return 0
-    info(f"run {plan.run_id}: {plan.workload} on {plan.runtime} ({plan.image or 'this Python'}), "
+    from dnnbench.containers.resolve import why_chosen
+    info(f"run {plan.run_id}: {plan.workload} on {plan.runtime}, image {plan.image or 'none (this Python)'} "
+         f"({why_chosen(opts.image, opts.base, plan.runtime)}), "
          f"{'GPUs ' + ','.join(plan.gpus) if plan.gpus else 'CPU'}; results in {plan.run_dir}")
     data, code = execute(plan, quiet=opts.quiet)
     from dnnbench.results.record import show_outcome
