@@ -427,8 +427,11 @@ def _supervised(plan, job, command, owned, stop, quiet):
     run_dir = Path(plan.run_dir)
     log_path = run_dir / "log.txt"
     tail: collections.deque = collections.deque(maxlen=30)
+    from dnnbench.runs.host_paths import translator
+    as_host = translator(plan.mounts)    # the screen names the host's folders, not /data, /results
 
     def on_line(line: str) -> None:
+        line = as_host(line)
         tail.append(line)
         if not quiet:
             err.print(line, markup=False, highlight=False, soft_wrap=True)
