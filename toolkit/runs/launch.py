@@ -92,6 +92,8 @@ def check_options(opts: RunOptions) -> None:
         names.path_component(opts.run_id, "--run-id")
     if opts.script is None:   # a script's arguments are its own: its --data is not dnnbench's
         check_extra(opts.extra)
+        from dnnbench.runs import workload_args
+        workload_args.check(opts.workload, opts.extra)   # `train` checks with its own parser first
 
 
 def check_extra(extra: list[str]) -> None:
