@@ -310,8 +310,8 @@ class _Training(object):
         self.result["windows"] = list(state.get("windows", []))
         self.result["loss"] = list(state.get("loss", []))
         training["resumed_from"] = "epoch %d step %d" % (self.epoch, self.step_in_epoch)
-        _log("resumed from epoch %d, step %d (%.1f s on the clock so far)" % (self.epoch, self.step_in_epoch,
-                                                                            training["on_clock_s"]))
+        _log("resumed in epoch %d after step %d (%.1f s on the clock so far)" % (
+            self.epoch + 1, self.step_in_epoch, training["on_clock_s"]))   # 1-based, as the epoch lines
 
     def begin_segment(self):
         """This start's segment of the record, and the clock that goes on from the last one."""
@@ -399,8 +399,9 @@ class _Training(object):
         self.segment["ended"] = datetime.utcnow().isoformat() + "Z"   # before the checkpoint keeps it
         self.training["resumable"] = True
         self.checkpoint(self.epoch, step, wait=True)
-        self.result.update(status="interrupted", message="stopped by signal %d at epoch %d step %d: "
-                           "resumable with --resume" % (stopper.signal or signal.SIGTERM, self.epoch, step))
+        self.result.update(status="interrupted", message="stopped by signal %d in epoch %d/%d after step %d: "
+                           "resumable with --resume" % (stopper.signal or signal.SIGTERM, self.epoch + 1,
+                                                        self.args.epochs, step))   # 1-based, as the epoch lines
         _log("%s %s" % (self.tag, self.result["message"]))
         return EXIT_INTERRUPTED
 

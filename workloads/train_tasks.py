@@ -7,9 +7,14 @@ from a checkpoint continues the same trajectory. Python 3.7+, stdlib + torch/tor
 """
 import os
 import random
+import warnings
 
 from . import data, fileio
 from .errors import UsageError
+
+# PyTorch warns (6 lines) at every DataLoader whose workers outnumber the CPUs, a train and an eval
+# loader each epoch, again whenever anything touches the warning filters: once a run says it all
+warnings.filterwarnings("once", message="This DataLoader will create", category=UserWarning)
 
 
 class Seeded(object):

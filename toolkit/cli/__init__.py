@@ -81,6 +81,18 @@ def _whole_short_help(command) -> None:
         _whole_short_help(sub)
 
 
+def print_error(exc: DnnbenchError) -> None:
+    """One `error:` line; under it, each of its detail lines (a build's cause, a hint) and its log."""
+    from rich.text import Text
+
+    from dnnbench.console import err, visible
+    err.print(Text.assemble(("error: ", "bold red"), visible(exc, one_line=True)), soft_wrap=True)
+    for line in getattr(exc, "details", None) or []:
+        err.print(f"  {visible(line, one_line=True)}", markup=False, soft_wrap=True)
+    if exc.log:
+        err.print(f"details: {visible(exc.log)}", markup=False, soft_wrap=True)
+
+
 def main() -> None:
     from rich.text import Text
 
@@ -91,9 +103,7 @@ def main() -> None:
     try:
         code = command.main(prog_name="dnnbench", standalone_mode=False)
     except DnnbenchError as exc:
-        err.print(Text.assemble(("error: ", "bold red"), visible(exc, one_line=True)), soft_wrap=True)
-        if exc.log:
-            err.print(f"details: {visible(exc.log)}", markup=False, soft_wrap=True)
+        print_error(exc)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         err.print("interrupted", markup=False)

@@ -90,6 +90,9 @@ def check_options(opts: RunOptions) -> None:
         raise DnnbenchError(f"--timeout {opts.timeout}: give a positive number of seconds")
     if opts.run_id is not None:
         names.path_component(opts.run_id, "--run-id")
+    if opts.loader == "gpu" and not opts.gpus:
+        warn("--loader gpu without --gpus: the GPU loader's steps run, decoding on the CPU (a check of that "
+             "path, not a GPU's speed); add --gpus to decode on a GPU")
     if opts.script is None:   # a script's arguments are its own: its --data is not dnnbench's
         check_extra(opts.extra)
         from dnnbench.runs import workload_args

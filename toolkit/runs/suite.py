@@ -65,7 +65,11 @@ def load(path: Path) -> Suite:
             raise DnnbenchError(f"{path}:{line}: each job is a mapping with at least `workload:`")
         where = lambda key: f"{path}:{getattr(raw, 'key_lines', {}).get(key, line)}"  # noqa: E731
         own = suite_schema.check_job(raw, where)
-        job = {**defaults, **own, "options": {**defaults.get("options", {}), **own.get("options", {})},
+        shared = defaults.get("options", {})
+        if {**defaults, **own}.get("train") is not None:   # benchmark windows (number, warmup) are not a training's:
+            from dnnbench.workloads.train import SHARED      # the defaults it takes are those `train` has too
+            shared = {k: v for k, v in shared.items() if k in SHARED}
+        job = {**defaults, **own, "options": {**shared, **own.get("options", {})},
                "env": {**defaults.get("env", {}), **own.get("env", {})}}
         workload, script = job.get("workload"), job.get("script")
         if script is not None:
