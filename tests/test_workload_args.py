@@ -7,7 +7,6 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from dnnbench.workloads import WORKLOADS, harness, load
-from dnnbench.workloads import train as train_entry
 from tests.helpers import cli_inprocess, dnnbench, one_line_error
 
 

@@ -12,9 +12,21 @@ import warnings
 from . import data, fileio
 from .errors import UsageError
 
-# PyTorch warns (6 lines) at every DataLoader whose workers outnumber the CPUs, a train and an eval
-# loader each epoch, again whenever anything touches the warning filters: once a run says it all
-warnings.filterwarnings("once", message="This DataLoader will create", category=UserWarning)
+# PyTorch warns (6 lines) at every DataLoader whose workers outnumber the CPUs: a train and an eval
+# loader each epoch, said again whenever anything touches the warning filters (which clears even
+# a "once" filter's memory). Its warning is silenced here; workers() says it in one line, once.
+warnings.filterwarnings("ignore", message="This DataLoader will create", category=UserWarning)
+_SAID = []
+
+
+def workers(n):
+    """The DataLoader workers asked for, with one line, once per run, when they outnumber the CPUs."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    if n > cpus and not _SAID:
+        _SAID.append(n)
+        import sys
+        sys.stderr.write("note: %d DataLoader workers share %d CPUs (--workers %d may be as fast)\n" % (n, cpus, cpus))
+    return n
 
 
 class Seeded(object):
@@ -98,7 +110,7 @@ class Classification(object):
         self.train.epoch = epoch
         idx = order(len(self.train), a.seed, epoch, dist.rank, dist.world_size, a.batch_size)
         loader = torch.utils.data.DataLoader(
-            self.train, batch_size=a.batch_size, sampler=idx[start * a.batch_size:], num_workers=a.workers,
+            self.train, batch_size=a.batch_size, sampler=idx[start * a.batch_size:], num_workers=workers(a.workers),
             drop_last=True, pin_memory=self.device == "cuda")
         return len(idx) // a.batch_size, iter(loader)
 
@@ -121,7 +133,7 @@ class Classification(object):
         dist, device = self.dist, self.device
         loader = torch.utils.data.DataLoader(
             torch.utils.data.Subset(self.val, list(range(dist.rank, len(self.val), dist.world_size))),
-            batch_size=self.args.batch_size, num_workers=self.args.workers)
+            batch_size=self.args.batch_size, num_workers=workers(self.args.workers))
         totals = torch.zeros(4, dtype=torch.float64)
         model.eval()
         with torch.no_grad():
