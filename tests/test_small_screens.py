@@ -87,3 +87,12 @@ def test_pytorchs_worker_warning_is_said_once_per_run():
     assert res.returncode == 0, res.stderr
     assert "This DataLoader will create" not in res.stderr and res.stderr.count("DataLoader workers share") == 1, \
         res.stderr
+
+
+def test_plots_lists_the_files_it_wrote(tmp_path):
+    from tests.helpers import ROOT
+    pytest.importorskip("matplotlib")
+    res = dnnbench("report", ROOT / "tests" / "fixtures" / "results" / "cpu-suite", "--plots", tmp_path / "p", check=0)
+    written = sorted(p.name for p in (tmp_path / "p").iterdir())
+    assert "throughput.png" in written
+    assert all(f"wrote {tmp_path / 'p' / name}" in res.stderr for name in written), res.stderr

@@ -183,7 +183,7 @@ def collect(paths: list[Path], system: str | None = None, strict: bool = False) 
         else:
             job.unit = job.unit or data.get("unit", "")   # an ok run's: a failed run never measured one
             job.rates.append(r)
-            job.results.append({**numbers.essentials(data), "host": machine_of(data)})
+            job.results.append({**numbers.essentials(data), "host": machine_of(data), "run_id": data.get("run_id")})
             job.verdicts.append(verdict_of(data)["label"])
             if (data.get("scaling") or {}).get("efficiency"):
                 job.efficiencies.append(data["scaling"]["efficiency"])
@@ -371,8 +371,11 @@ def report_command(paths: list[Path], fmt: str, baseline: Path | None, weights: 
         _write(wide_csv, lambda_csv(jobs))
     pngs = []
     if plots:
+        from dnnbench.console import info
         from dnnbench.results.plots import write_plots
         pngs = write_plots(jobs, plots, inputs)
+        for name, _ in pngs:          # what was written, by name: a user opens them next
+            info(f"wrote {plots / name}")
     elif form.embeds_plots:
         from dnnbench.results.plots import plots as make_plots
         pngs = make_plots(jobs)        # in memory: the page embeds them, no PNG left beside it
