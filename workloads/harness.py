@@ -424,7 +424,10 @@ def _warm_up(run, workload, args, dist):
     """The untimed steps; under torchrun, then a step alone, timed per rank (the straggler check)."""
     step, batches, sync, tag = run.step, run.batches, run.sync, run.tag
     t_start = time.perf_counter()
-    for _ in range(args.warmup):
+    from . import progress
+    ticker = progress.Ticker("%s warmup:" % tag, args.warmup, _log, every=args.progress, enabled=dist.rank == 0)
+    for k in range(args.warmup):
+        ticker.tick(k)        # time a step was queued: on a GPU the rate runs ahead of the device
         step(next(batches))
     sync()
     if dist.rank == 0:

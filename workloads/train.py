@@ -358,14 +358,17 @@ class _Training(object):
     def epoch_steps(self, stopper):
         """The steps of one epoch (from where a resume left off) as one window: (exit code, None)
         when a signal stopped it or the loss went NaN, else (None, the epoch's mean loss)."""
-        from . import compat
+        from . import compat, progress
         args, task, opt, scaler, epoch = self.args, self.task, self.opt, self.scaler, self.epoch
         for group in opt.param_groups:
             group["lr"] = task.lr_at(epoch)
         steps, it = task.batches(epoch, self.step_in_epoch)
         items, losses = 0, []
+        ticker = progress.Ticker("%s epoch %d/%d:" % (self.tag, epoch + 1, args.epochs), steps, _log,
+                                 enabled=self.dist.rank == 0, start=self.step_in_epoch)   # hours on ImageNet: said
         self.clock.open()
         for s in range(self.step_in_epoch, steps):
+            ticker.tick(s)
             batch = self.clock.fetch(it)
             with compat.autocast(self.device, self.amp):
                 loss, n = task.loss(self.ddp, batch)

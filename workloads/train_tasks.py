@@ -19,6 +19,14 @@ warnings.filterwarnings("ignore", message="This DataLoader will create", categor
 _SAID = []
 
 
+def _eval_ticker(batches, dist):
+    """Progress lines through an evaluation (ImageNet's val set takes minutes), on rank 0."""
+    import sys
+    from . import progress
+    return progress.Ticker("evaluating:", batches, lambda line: sys.stderr.write(line + "\n"), unit="batches",
+                           enabled=dist.rank == 0)
+
+
 def workers(n):
     """The DataLoader workers asked for, with one line, once per run, when they outnumber the CPUs."""
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
@@ -135,9 +143,11 @@ class Classification(object):
             torch.utils.data.Subset(self.val, list(range(dist.rank, len(self.val), dist.world_size))),
             batch_size=self.args.batch_size, num_workers=workers(self.args.workers))
         totals = torch.zeros(4, dtype=torch.float64)
+        ticker = _eval_ticker(len(loader), dist)
         model.eval()
         with torch.no_grad():
-            for x, y in loader:
+            for k, (x, y) in enumerate(loader):
+                ticker.tick(k)
                 x, y = x.to(device), y.to(device)
                 with compat.autocast(device, amp):
                     out = model(x)
@@ -258,9 +268,11 @@ class Recommendation(object):
         mine = list(range(dist.rank, len(self.eval_u), dist.world_size))
         totals = torch.zeros(2, dtype=torch.float64)
         users = torch.tensor(self.eval_u, dtype=torch.long)
+        ticker = _eval_ticker((len(mine) + 1023) // 1024, dist)
         model.eval()
         with torch.no_grad():
             for c in range(0, len(mine), 1024):
+                ticker.tick(c // 1024)
                 rows = torch.tensor(mine[c:c + 1024], dtype=torch.long)
                 cand = self.cands[rows].to(device)
                 u = users[rows].to(device)[:, None].expand_as(cand)

@@ -319,7 +319,7 @@ def _remove_unfinished(run_dir: Path, suite_dir: Path) -> bool:
 
 
 def _run_suite(path: Path, suite: Suite, runs: list, suite_dir: Path, resume: bool, overrides: dict) -> int:
-    from rich.progress import MofNCompleteColumn, TimeElapsedColumn
+    from rich.progress import MofNCompleteColumn, TimeElapsedColumn, TimeRemainingColumn
 
     from dnnbench import names
     from dnnbench.console import escape, info, progress, warn
@@ -334,7 +334,7 @@ def _run_suite(path: Path, suite: Suite, runs: list, suite_dir: Path, resume: bo
     todo = [r for r in runs if r.run_id not in done]
     info(f"suite {suite.name}: {len(runs)} runs, {len(done)} already done, {len(todo)} to go; results in {suite_dir}")
     failures = 0
-    with progress(MofNCompleteColumn(), TimeElapsedColumn()) as bar:
+    with progress(MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn()) as bar:   # ETA: from the runs done
         task = bar.add_task(escape(suite.name), total=len(runs), completed=len(done))
         for r in todo:
             bar.update(task, description=escape(f"{suite.name}: {r.run_id}"))
