@@ -110,12 +110,16 @@ def fit_table(title: str, columns: list, rows: list, *, wide: bool = False, cons
 
     def need() -> int:
         return sum(mins[i] + 3 for i in shown) - 3   # a column: its width, then pad, rule, pad
+    same = [i for i in shown if len(rows) > 1 and not columns[i].decides and len({row[i] for row in plain}) == 1]
+    if need() > room and same:   # a column with one value in every row is said once, above the table
+        title = f"{title} ({'; '.join(f'{escape(columns[i].header)}: {rows[0][i]}' for i in same)})"
+        shown = [i for i in shown if i not in same]
     while need() > room:
         droppable = [i for i in shown if not columns[i].key and not columns[i].decides]
         if not droppable:
             break
         shown.remove(min(reversed(droppable), key=lambda i: columns[i].rank))   # the rightmost of the lowest rank
-    for i in sorted(set(range(len(columns))) - set(shown), key=lambda i: (-columns[i].rank, i)):
+    for i in sorted(set(range(len(columns))) - set(shown) - set(same), key=lambda i: (-columns[i].rank, i)):
         if need() + mins[i] + 3 <= room:   # a narrower column hidden before a wider one of higher rank fits again
             shown = sorted(shown + [i])
     shortened: set[int] = set()
@@ -146,7 +150,7 @@ def fit_table(title: str, columns: list, rows: list, *, wide: bool = False, cons
         return escape(" ".join(shorten_middle(word, widths[i]) for word in text.split(" ")))
     for row, text in zip(rows, plain):
         table.add_row(*[cell(i, row[i], text[i]) for i in shown])
-    return table, [columns[i].header for i in range(len(columns)) if i not in shown]
+    return table, [columns[i].header for i in range(len(columns)) if i not in shown and i not in same]
 
 
 def print_table(title: str, columns: list, rows: list, *, wide: bool = False, console=None) -> None:
