@@ -58,7 +58,7 @@ def _plots(jobs: dict) -> list[tuple[str, bytes]]:
     from dnnbench.console import visible
     plt = _plt()
     written = []
-    from dnnbench.results.report import column_name
+    from dnnbench.results.job_names import column_name
     by_cell = {(j.system, column_name(j, jobs)): j for j in jobs.values()}   # a job on several images: one bar each
     systems = sorted({s for s, _ in by_cell})
     names = sorted({n for _, n in by_cell})
@@ -109,7 +109,7 @@ def _accuracy_curves(jobs: dict, plt) -> list[tuple[str, bytes]]:
     the clock, one line per run, the target as a dashed line."""
     from dnnbench import names as names_mod
     from dnnbench.console import visible
-    from dnnbench.results.report import column_name
+    from dnnbench.results.job_names import column_name
     from dnnbench.workloads.schema import finite
     written = []
     for j in sorted(jobs.values(), key=lambda j: (j.system, j.job, j.image or "")):

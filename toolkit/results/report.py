@@ -19,6 +19,7 @@ from dnnbench.errors import DnnbenchError
 from dnnbench.results import baseline as baseline_mod, fleet, numbers
 from dnnbench.results.formats import View, format_of
 from dnnbench.results.formats.cells import fmt as _fmt
+from dnnbench.results.job_names import column_name
 from dnnbench.results.record import gpu_model, gpu_name, verdict_of
 
 
@@ -326,13 +327,6 @@ def render(table: list[dict], fmt: str, *, total_score: float | None, with_basel
            wide: bool = False, pngs: list | None = None) -> str | None:
     """The report in one of formats.FORMATS: the text to write, or None where it printed itself."""
     return format_of(fmt).render(View(table, total_score, with_baseline, wide, pngs or []))
-
-
-def column_name(j: Job, jobs: dict) -> str:
-    """A job's name where one name must say which row it is: with its image when the same job
-    ran on several images."""
-    images = {o.image for o in jobs.values() if o.job == j.job}
-    return f"{j.job} @ {j.image or 'host'}" if len(images) > 1 else j.job
 
 
 def lambda_csv(jobs: dict) -> str:
