@@ -130,9 +130,14 @@ def rate(data: dict) -> float | None:
     return numbers.run_headline(data)["value"]
 
 
+def _section(data: dict, name: str) -> dict:
+    value = data.get(name)
+    return value if isinstance(value, dict) else {}
+
+
 def image_of(data: dict) -> tuple[str | None, str | None]:
     """The image a run ran on (docker tag or .sif path; None on the host runtime) and its base."""
-    host = data.get("host") if isinstance(data.get("host"), dict) else {}
+    host = _section(data, "host")
     image, base = host.get("image"), host.get("base")
     return (image if isinstance(image, str) and image else None), (base if isinstance(base, str) and base else None)
 
@@ -141,12 +146,12 @@ def machine_of(data: dict) -> str | None:
     """The machine a run ran on: what the host side recorded (`host.machine`: a container's own
     hostname is its id under docker), else the hostname the run saw where that is the machine's
     (Apptainer and the host runtime share it); None when unknown."""
-    host = data.get("host") if isinstance(data.get("host"), dict) else {}
+    host = _section(data, "host")
     if isinstance(host.get("machine"), str) and host["machine"]:
         return host["machine"]
     if host.get("runtime") == "docker":
         return None      # an older docker result: its system.host is the container id
-    system = data.get("system") if isinstance(data.get("system"), dict) else {}
+    system = _section(data, "system")
     return system.get("host") if isinstance(system.get("host"), str) else None
 
 
@@ -154,7 +159,7 @@ def collect(paths: list[Path], system: str | None = None, strict: bool = False) 
     """Jobs keyed by (system, job, image, base): runs of different images are never pooled;
     `system` overrides the label (e.g. for compare)."""
     from dnnbench.console import warn
-    jobs: dict[tuple[str, str], Job] = {}
+    jobs: dict[tuple, Job] = {}
     seen: dict[tuple, Path] = {}
     for path, data in read_results(paths, strict):
         if data.get("copy_of"):

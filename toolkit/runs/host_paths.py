@@ -3,9 +3,10 @@ a script's folder); on the user's screen each becomes the host folder mounted th
 from __future__ import annotations
 
 import re
+from typing import Callable
 
 
-def translator(mounts) -> "callable":
+def translator(mounts) -> Callable[[str], str]:
     """A function that rewrites a line's container paths (each mount's target, as a whole path
     component, not inside a longer path) as their host sources; the identity when nothing is mounted."""
     pairs = sorted(((m.target.rstrip("/"), m.source.rstrip("/") or "/") for m in mounts if m.target not in ("", "/")),

@@ -26,7 +26,7 @@ def _parser(workload: str, train: bool) -> argparse.ArgumentParser | None:
 
     def refuse(message: str):
         raise _Refused(message)
-    parser.error = refuse            # type: ignore[method-assign]   # argparse would print usage and exit
+    parser.error = refuse            # argparse would print usage and exit
     return parser
 
 
