@@ -423,7 +423,7 @@ def compare_command(a: Path, b: Path, tolerance: float = 0.05, strict: bool = Fa
     jb = {column_name(j, found_b): j for j in found_b.values()}
     columns = [Column("job", key=True), Column("A", right=True, rank=9), Column("+-95% A", right=True, rank=6),
                Column("B", right=True, rank=9), Column("+-95% B", right=True, rank=6),
-               Column("B/A", right=True, rank=8), Column("B/A 95% CI", right=True, rank=7), Column("verdict", rank=9)]
+               Column("B/A", right=True, rank=8), Column("B/A 95% CI", right=True, rank=7), Column("verdict", decides=True)]
     verdicts, cells = {}, []
     for name in sorted(set(ja) | set(jb)):
         x, y = ja.get(name), jb.get(name)
