@@ -70,7 +70,7 @@ def stand_ins(tmp_path_factory):
 def _as_run_here(example: str, stand_ins: dict, tmp_path) -> list[str]:
     pattern = "|".join(re.escape(p) for p in sorted(stand_ins, key=len, reverse=True))
     example = re.sub(pattern, lambda m: stand_ins[m.group(0)], example)   # one pass: no nested replacing
-    argv = shlex.split(example)[1:]
+    argv = shlex.split(example, comments=True)[1:]   # a comment is the shell's, not an argument
     cut = argv.index("--") if "--" in argv else len(argv)   # what follows `--` is the script's
     ours, theirs = argv[:cut], argv[cut:]
     if ours[0] in NEEDS_DRY_RUN and "--dry-run" not in ours:

@@ -74,7 +74,7 @@ def test_bases_at_80_columns(tmux):
     from dnnbench.containers import catalog
     lines = dnnbench_screen(tmux, "bases")
     assert_whole(lines, list(catalog.catalog()) + ["base", "pytorch", "cuda/rocm", "python", "distro"], "bases")
-    assert any(line.startswith("(hidden:") for line in lines)     # what did not fit is named
+    assert any(line.startswith("(hidden at 80 columns:") for line in lines)     # what did not fit is named
     # --wide: every column, each row one line however wide (read from a pipe: no terminal wrap)
     sock, conf, folder, env = tmux
     wide = subprocess.run([sys.executable, "-m", "dnnbench", "bases", "--wide"], capture_output=True, text=True,
@@ -136,3 +136,91 @@ def test_help_at_80_columns_splits_no_option(tmux, prefix):
     lines = dnnbench_screen(tmux, *prefix, "--help")
     assert any(line.startswith("Usage: dnnbench") for line in lines), lines
     assert_whole(lines, flags + list(getattr(cmd, "commands", None) or {}), f"{' '.join(prefix)} --help")
+
+
+# --- issue 41: the column that decides is on screen at 80 columns; numbers never split ---------
+
+def _numbers(lines: list[str]) -> list[str]:
+    """Every figure a table row shows (1,674.8; -29.7; 0.998), as printed."""
+    return [t for line in lines for t in re.findall(r"(?<![\w.,:/-])-?\d[\d,]*\.\d+(?![\w.,:/-])", line)]
+
+
+def _header(lines: list[str], *names: str) -> None:
+    """Each header on screen (a header may wrap between its words: `+-95%` / `CI %`)."""
+    text = " ".join(" ".join(line.split()) for line in lines)
+    missing = [n for n in names if not re.search(rf"(^|\s){re.escape(n)}($|\s)", text)]
+    assert not missing, f"not on screen at 80 columns: {missing}\n" + "\n".join(lines)
+
+
+def test_report_keeps_n_and_failed_and_says_why_a_ci_is_wide(tmux):
+    lines = dnnbench_screen(tmux, "report", str(FIXTURE))
+    _header(lines, "system", "job", "n", "failed", "throughput")
+    assert_whole(lines, _numbers(lines) + ["too", "few", "runs"], "report numbers")
+    assert any(line.startswith("(hidden at 80 columns:") for line in lines), lines
+
+
+def test_report_against_a_baseline_shows_what_decides(tmux):
+    sock, conf, folder, env = tmux
+    baseline = folder / "targets.yaml"
+    baseline.write_text("resnet18-bs2: 50.0\nresnet18-bs4: {target: 10, lower: -0.05}\nncf-bs64: 100\n")
+    lines = dnnbench_screen(tmux, "report", str(FIXTURE), "--baseline", str(baseline))
+    _header(lines, "target", "diff%", "vs target", "n", "failed")
+    assert any(re.search(r"resnet18-bs2 .* fail\s*$", line) for line in lines), lines    # the fail is on screen
+    assert_whole(lines, _numbers(lines) + ["resnet18-bs2", "resnet18-bs4", "ncf-bs64"], "report --baseline")
+
+
+def _compare_images_results(root, images, rounds=3):
+    """What `compare-images --images A,B,C --rounds 3 --run-id cmp` leaves: each image's round
+    folders with a finished result, which the command reads back instead of running again."""
+    import json
+    src = json.loads((FIXTURE / "resnet18-bs4" / "r1" / "result.json").read_text())
+    for i, image in enumerate(images):
+        for n in range(rounds):
+            name = f"{i:02d}-{re.sub(r'[^A-Za-z0-9_.-]+', '_', image.rsplit('/', 1)[-1])}" + (
+                "" if n == 0 else f"-round{n + 1}")
+            data = dict(src, run_id=f"cmp.{name}", started=f"2026-01-01T00:0{i}:0{n}", job=None)
+            data["windows"] = [dict(w, seconds=w["seconds"] * (1 + 0.5 * i) * (1 + 0.01 * n)) for w in src["windows"]]
+            data["host"] = dict(src["host"], runtime="docker", image=image, base=None, machine="box")
+            data["system"] = dict(src["system"], pytorch=f"2.{i}.0", host=f"{i}{n}ab34cd56ef")
+            (root / "cmp" / name).mkdir(parents=True)
+            (root / "cmp" / name / "result.json").write_text(json.dumps(data))
+
+
+def test_compare_images_rounds_keep_the_verdict_and_report_has_a_row_per_image(tmux):
+    sock, conf, folder, env = tmux
+    images = ["registry.example.com/team/pytorch:24.01-py3", "registry.example.com/team/pytorch:24.05-py3",
+              "registry.example.com/team/pytorch:24.10-py3"]
+    root = folder / "cmp-results"
+    _compare_images_results(root, images)
+    lines = dnnbench_screen(tmux, "compare-images", "resnet18", "--images", ",".join(images), "--rounds", "3",
+                            "--results", str(root), "--run-id", "cmp", "--batch-size", "4")
+    _header(lines, "image", "verdict", "throughput")
+    assert_whole(lines, images + ["first", "slower"] + _numbers(lines), "compare-images --rounds 3")
+    lines = dnnbench_screen(tmux, "report", str(root / "cmp"))
+    rows = [line for line in lines if line.startswith("CPU ")]
+    assert len(rows) == 3, lines                                   # one row per image, never pooled
+    assert_whole(lines, images + _numbers(lines), "report of compare-images")
+    assert not any("slow host" in line for line in lines)         # container ids are not hosts
+
+
+def test_images_keeps_base_size_and_age(tmux):
+    lines = dnnbench_screen(tmux, "images", "--sif-dir", str(ROOT))
+    _header(lines, "image", "base", "size", "age")
+    assert not any(re.search(r"\d$", line) and re.match(r"^\s+(GiB|MiB)\b", nxt)
+                   for line, nxt in zip(lines, lines[1:])), lines   # a size never split from its unit
+
+
+def test_wide_says_it_is_for_a_wide_terminal(tmux):
+    for cmd in (["report"], ["images"], ["bases"], ["compare"], ["workloads"]):
+        lines = dnnbench_screen(tmux, *cmd, "--help")
+        text = " ".join(" ".join(line.split()) for line in lines)
+        assert "for a terminal wider than the table" in text, (cmd, lines)
+
+
+def test_help_lists_cut_no_description_and_split_no_option(tmux):
+    lines = dnnbench_screen(tmux, "--help")
+    assert not any(line.rstrip().endswith("...") for line in lines if not line.startswith("Usage:")), lines
+    for prefix in (["run"], ["slurm"], ["compare-images"], ["train"]):
+        lines = dnnbench_screen(tmux, *prefix, "--help")
+        cut = [line for line in lines if re.search(r"[A-Za-z0-9]-$", line.rstrip())]
+        assert not cut, f"{prefix} --help breaks a word at its hyphen: {cut}"

@@ -76,8 +76,10 @@ def test_interrupted_then_resumed_follows_the_same_trajectory(tmp_path, digits):
     assert p.returncode == train.EXIT_INTERRUPTED, err[-3000:]
     cut = json.loads((tmp_path / "cut" / "result.json").read_text())
     assert cut["status"] == "interrupted" and cut["training"]["resumable"] is True
+    assert "in epoch 2/2 after step" in err     # counted as the epoch lines count: epoch 1/2 was done
     res, data = _train(tmp_path / "cut", digits, "--epochs", "2", "--resume")
     assert res.returncode == 0, res.stderr[-3000:]
+    assert "resumed in epoch 2 after step" in res.stderr
     assert data["training"]["resumed_from"].startswith("epoch 1 step ")
     assert [e["epoch"] for e in data["training"]["epochs"]] == [1, 2]       # each epoch counted once
     assert len(data["training"]["segments"]) == 2

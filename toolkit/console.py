@@ -74,20 +74,46 @@ def progress(*columns, transient: bool = False):
                     transient=transient)
 
 
-class Column:
-    """A table column. `key` columns name the row: never wrapped, never hidden. The others wrap
-    between words only and, when the terminal is too narrow for every column, the lowest `rank`
-    goes first (behind --wide)."""
+WIDE_HELP = ("Every column, each row on one line: for a terminal wider than the table (at 80 columns the "
+             "table keeps the deciding columns and names the hidden ones).")
 
-    def __init__(self, header: str, *, key: bool = False, right: bool = False, rank: int = 1):
-        self.header, self.key, self.right, self.rank = header, key, right, rank
+
+class Column:
+    """A table column. `key` columns name the row: never wrapped, never hidden (a cell too long for
+    the screen loses its middle to an ellipsis, keeping both ends). `decides` columns carry what
+    the table is for (a verdict, pass/fail, diff %, n): never hidden, wrapped between words only.
+    The others wrap between words only and, when the terminal is too narrow for every column, the
+    lowest `rank` goes first (behind --wide). A `whole` column's cells never wrap (a number and
+    its unit: `3.5 GiB`)."""
+
+    def __init__(self, header: str, *, key: bool = False, right: bool = False, rank: int = 1,
+                 decides: bool = False, whole: bool = False):
+        self.header, self.key, self.right, self.rank, self.decides = header, key, right, rank, decides
+        self.whole = whole
+
+
+ELLIPSIS = "\u2026"
+
+
+def shorten_middle(text: str, width: int) -> str:
+    """`text` in at most `width` characters: its middle replaced by an ellipsis, both ends kept
+    (a path's root and its file, an image's registry and its tag)."""
+    if len(text) <= width:
+        return text
+    if width <= 1:
+        return ELLIPSIS[:width]
+    tail = (width - 1) // 2
+    head = width - 1 - tail
+    return text[:head] + ELLIPSIS + (text[-tail:] if tail else "")
 
 
 def fit_table(title: str, columns: list, rows: list, *, wide: bool = False, console=None):
     """A rich Table of `rows` (markup-escaped cells) that fits the console's width without
     splitting a word: each column is at least as wide as its longest word (a key column as its
-    longest cell); columns are hidden, lowest rank first, until that minimum fits. Returns the
-    table and the headers it hid (none with `wide`, which prints at the table's natural width)."""
+    longest cell); columns that neither name the row nor decide are hidden, lowest rank first,
+    until that minimum fits; if the key columns still overflow, their longest cells lose their
+    middle. Returns the table and the headers it hid (none with `wide`, which prints at the
+    table's natural width)."""
     from rich import box
     from rich.table import Table
     from rich.text import Text
@@ -96,32 +122,57 @@ def fit_table(title: str, columns: list, rows: list, *, wide: bool = False, cons
 
     def least(i: int, col: Column) -> int:
         cells = [col.header] + [row[i] for row in plain]
-        if col.key:
+        if col.key or col.whole:
             return max(len(c) for c in cells)
         return max((len(word) for c in cells for word in c.split()), default=1)
     mins = [least(i, c) for i, c in enumerate(columns)]
     most = [max([len(c.header)] + [len(row[i]) for row in plain]) for i, c in enumerate(columns)]
     shown = list(range(len(columns)))
     room = 10_000 if wide else console.width
-    while sum(mins[i] + 3 for i in shown) - 3 > room:   # a column: its width, then pad, rule, pad
-        droppable = [i for i in shown if not columns[i].key]
+
+    def need() -> int:
+        return sum(mins[i] + 3 for i in shown) - 3   # a column: its width, then pad, rule, pad
+    same = [i for i in shown if len(rows) > 1 and not columns[i].decides and len({row[i] for row in plain}) == 1]
+    if need() > room and same:   # a column with one value in every row is said once, above the table
+        title = f"{title} ({'; '.join(f'{escape(columns[i].header)}: {rows[0][i]}' for i in same)})"
+        shown = [i for i in shown if i not in same]
+    while need() > room:
+        droppable = [i for i in shown if not columns[i].key and not columns[i].decides]
         if not droppable:
             break
         shown.remove(min(reversed(droppable), key=lambda i: columns[i].rank))   # the rightmost of the lowest rank
+    for i in sorted(set(range(len(columns))) - set(shown) - set(same), key=lambda i: (-columns[i].rank, i)):
+        if need() + mins[i] + 3 <= room:   # a narrower column hidden before a wider one of higher rank fits again
+            shown = sorted(shown + [i])
+    shortened: set[int] = set()
+    while need() > room:   # what is kept still overflows: the widest column's longest names lose their middles
+        wide_ones = [i for i in shown if mins[i] > max(len(columns[i].header), 12)]
+        if not wide_ones:
+            break
+        i = max(wide_ones, key=lambda k: mins[k])     # one character at a time: the widest pay first
+        mins[i] -= 1
+        most[i] = mins[i] if columns[i].key else max(mins[i], most[i])
+        shortened.add(i)
     # widths fixed here, not by rich (which would shrink a column below its longest word): each
     # gets its minimum, then the room left is shared in proportion to what each could still use
-    spare = max(0, room - (sum(mins[i] + 3 for i in shown) - 3))   # none when the key columns alone overflow
+    spare = max(0, room - need())   # none when the key columns alone overflow
     wants = {i: most[i] - mins[i] for i in shown}
     total = sum(wants.values())
     widths = {i: mins[i] + (wants[i] if total <= spare else wants[i] * spare // total) for i in shown}
     table = Table(title=title, box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
     for i in shown:
         c = columns[i]
-        table.add_column(c.header, justify="right" if c.right else "left", no_wrap=c.key,
+        table.add_column(c.header, justify="right" if c.right else "left", no_wrap=c.key or c.whole,
                          overflow="fold", width=max(widths[i], 1))
-    for row in rows:
-        table.add_row(*[row[i] for i in shown])
-    return table, [columns[i].header for i in range(len(columns)) if i not in shown]
+    def cell(i: int, markup: str, text: str) -> str:
+        if i not in shortened or not any(len(word) > widths[i] for word in ([text] if columns[i].key else text.split())):
+            return markup
+        if columns[i].key:
+            return escape(shorten_middle(text, widths[i]))
+        return escape(" ".join(shorten_middle(word, widths[i]) for word in text.split(" ")))
+    for row, text in zip(rows, plain):
+        table.add_row(*[cell(i, row[i], text[i]) for i in shown])
+    return table, [columns[i].header for i in range(len(columns)) if i not in shown and i not in same]
 
 
 def print_table(title: str, columns: list, rows: list, *, wide: bool = False, console=None) -> None:
@@ -137,4 +188,5 @@ def print_table(title: str, columns: list, rows: list, *, wide: bool = False, co
         return
     console.print(table)
     if hidden:
-        console.print(f"(hidden: {escape(', '.join(hidden))}; --wide shows them)", style="dim")
+        console.print(f"(hidden at {console.width} columns: {escape(', '.join(hidden))}; --wide shows them, "
+                      "for a wider terminal)", style="dim")

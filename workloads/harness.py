@@ -261,6 +261,11 @@ def _log(msg):
     sys.stderr.flush()
 
 
+def _loader_label(used, device):
+    """The loader as the screen names it: `gpu` decoding on a CPU says so."""
+    return "gpu, decoding on the CPU: no GPU in this run" if used == "gpu" and not str(device).startswith("cuda") else used
+
+
 def _fmt_eta(seconds):
     seconds = int(max(0, seconds))
     return "%dm%02ds" % (seconds // 60, seconds % 60) if seconds >= 60 else "%ds" % seconds
@@ -408,7 +413,8 @@ def _setup(workload, args, dist, result):
     if dist.rank == 0:
         _log("%s %s, batch %d%s, %s%s, %d warmup + %d timed iterations" % (
             tag, device, args.batch_size, " x %d ranks" % dist.world_size if dist.enabled else "",
-            "synthetic data" if synthetic else "data %s (loader %s)" % (args.data, result["loader"]["used"]), ", amp " + amp if amp else "",
+            "synthetic data" if synthetic else "data %s (loader %s)" % (args.data, _loader_label(result["loader"]["used"], device)),
+            ", amp " + amp if amp else "",
             args.warmup, args.timed_iterations))
     return SimpleNamespace(device=device, amp=amp, model=model, step=step, batches=batches, sync=sync, tag=tag,
                            telemetry=None, local_step=None)
@@ -418,7 +424,10 @@ def _warm_up(run, workload, args, dist):
     """The untimed steps; under torchrun, then a step alone, timed per rank (the straggler check)."""
     step, batches, sync, tag = run.step, run.batches, run.sync, run.tag
     t_start = time.perf_counter()
-    for _ in range(args.warmup):
+    from . import progress
+    ticker = progress.Ticker("%s warmup:" % tag, args.warmup, _log, every=args.progress, enabled=dist.rank == 0)
+    for k in range(args.warmup):
+        ticker.tick(k)        # time a step was queued: on a GPU the rate runs ahead of the device
         step(next(batches))
     sync()
     if dist.rank == 0:

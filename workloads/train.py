@@ -330,8 +330,8 @@ class _Training(object):
             self.ckpt.start(dict(record, options=self.options))
         training = self.training
         training["resumed_from"] = "epoch %d step %d" % (self.epoch, self.step_in_epoch)
-        _log("resumed from epoch %d, step %d (%.1f s on the clock so far)" % (self.epoch, self.step_in_epoch,
-                                                                            training["on_clock_s"]))
+        _log("resumed in epoch %d after step %d (%.1f s on the clock so far)" % (
+            self.epoch + 1, self.step_in_epoch, training["on_clock_s"]))   # 1-based, as the epoch lines
 
     def _take_up(self, state):
         """A checked state into the model, optimizer, scaler, RNGs and the record."""
@@ -396,14 +396,17 @@ class _Training(object):
     def epoch_steps(self, stopper):
         """The steps of one epoch (from where a resume left off) as one window: (exit code, None)
         when a signal stopped it or the loss went NaN, else (None, the epoch's mean loss)."""
-        from . import compat
+        from . import compat, progress
         args, task, opt, scaler, epoch = self.args, self.task, self.opt, self.scaler, self.epoch
         for group in opt.param_groups:
             group["lr"] = task.lr_at(epoch)
         steps, it = task.batches(epoch, self.step_in_epoch)
         items, losses = 0, []
+        ticker = progress.Ticker("%s epoch %d/%d:" % (self.tag, epoch + 1, args.epochs), steps, _log,
+                                 enabled=self.dist.rank == 0, start=self.step_in_epoch)   # hours on ImageNet: said
         self.clock.open()
         for s in range(self.step_in_epoch, steps):
+            ticker.tick(s)
             batch = self.clock.fetch(it)
             with compat.autocast(self.device, self.amp):
                 loss, n = task.loss(self.ddp, batch)
@@ -437,8 +440,9 @@ class _Training(object):
         self.segment["ended"] = datetime.utcnow().isoformat() + "Z"   # before the checkpoint keeps it
         self.training["resumable"] = True
         self.checkpoint(self.epoch, step, wait=True)
-        self.result.update(status="interrupted", message="stopped by signal %d at epoch %d step %d: "
-                           "resumable with --resume" % (stopper.signal or signal.SIGTERM, self.epoch, step))
+        self.result.update(status="interrupted", message="stopped by signal %d in epoch %d/%d after step %d: "
+                           "resumable with --resume" % (stopper.signal or signal.SIGTERM, self.epoch + 1,
+                                                        self.args.epochs, step))   # 1-based, as the epoch lines
         _log("%s %s" % (self.tag, self.result["message"]))
         return EXIT_INTERRUPTED
 

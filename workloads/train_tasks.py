@@ -7,9 +7,34 @@ from a checkpoint continues the same trajectory. Python 3.7+, stdlib + torch/tor
 """
 import os
 import random
+import warnings
 
 from . import data, fileio
 from .errors import UsageError
+
+# PyTorch warns (6 lines) at every DataLoader whose workers outnumber the CPUs: a train and an eval
+# loader each epoch, said again whenever anything touches the warning filters (which clears even
+# a "once" filter's memory). Its warning is silenced here; workers() says it in one line, once.
+warnings.filterwarnings("ignore", message="This DataLoader will create", category=UserWarning)
+_SAID = []
+
+
+def _eval_ticker(batches, dist):
+    """Progress lines through an evaluation (ImageNet's val set takes minutes), on rank 0."""
+    import sys
+    from . import progress
+    return progress.Ticker("evaluating:", batches, lambda line: sys.stderr.write(line + "\n"), unit="batches",
+                           enabled=dist.rank == 0)
+
+
+def workers(n):
+    """The DataLoader workers asked for, with one line, once per run, when they outnumber the CPUs."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    if n > cpus and not _SAID:
+        _SAID.append(n)
+        import sys
+        sys.stderr.write("note: %d DataLoader workers share %d CPUs (--workers %d may be as fast)\n" % (n, cpus, cpus))
+    return n
 
 
 class Seeded(object):
@@ -98,7 +123,7 @@ class Classification(object):
         self.train.epoch = epoch
         idx = order(len(self.train), a.seed, epoch, dist.rank, dist.world_size, a.batch_size)
         loader = torch.utils.data.DataLoader(
-            self.train, batch_size=a.batch_size, sampler=idx[start * a.batch_size:], num_workers=a.workers,
+            self.train, batch_size=a.batch_size, sampler=idx[start * a.batch_size:], num_workers=workers(a.workers),
             drop_last=True, pin_memory=self.device == "cuda")
         return len(idx) // a.batch_size, iter(loader)
 
@@ -121,11 +146,13 @@ class Classification(object):
         dist, device = self.dist, self.device
         loader = torch.utils.data.DataLoader(
             torch.utils.data.Subset(self.val, list(range(dist.rank, len(self.val), dist.world_size))),
-            batch_size=self.args.batch_size, num_workers=self.args.workers)
+            batch_size=self.args.batch_size, num_workers=workers(self.args.workers))
         totals = torch.zeros(4, dtype=torch.float64)
+        ticker = _eval_ticker(len(loader), dist)
         model.eval()
         with torch.no_grad():
-            for x, y in loader:
+            for k, (x, y) in enumerate(loader):
+                ticker.tick(k)
                 x, y = x.to(device), y.to(device)
                 with compat.autocast(device, amp):
                     out = model(x)
@@ -249,9 +276,11 @@ class Recommendation(object):
         mine = list(range(dist.rank, len(self.eval_u), dist.world_size))
         totals = torch.zeros(2, dtype=torch.float64)
         users = torch.tensor(self.eval_u, dtype=torch.long)
+        ticker = _eval_ticker((len(mine) + 1023) // 1024, dist)
         model.eval()
         with torch.no_grad():
             for c in range(0, len(mine), 1024):
+                ticker.tick(c // 1024)
                 rows = torch.tensor(mine[c:c + 1024], dtype=torch.long)
                 cand = self.cands[rows].to(device)
                 u = users[rows].to(device)[:, None].expand_as(cand)

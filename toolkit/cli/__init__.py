@@ -15,8 +15,11 @@ from . import data, images, results, runs
 
 try:   # help text wraps between words only: `--start-iter` or `time-workload-random` never split
     from typer._click._textwrap import TextWrapper as _HelpWrapper
-    _HelpWrapper.break_on_hyphens = False
-    _HelpWrapper.break_long_words = False
+    _wrapper_init = _HelpWrapper.__init__
+
+    def _whole_words(self, *args, **kwargs):   # textwrap's __init__ sets both per instance: a class attribute is not enough
+        _wrapper_init(self, *args, **{**kwargs, "break_on_hyphens": False, "break_long_words": False})
+    _HelpWrapper.__init__ = _whole_words      # type: ignore[method-assign]
 except ImportError:   # another typer layout: its default wrapping still reads
     pass
 
@@ -79,11 +82,45 @@ def _output_failed(exc: OSError) -> None:
     sys.exit(1)
 
 
+def _clause(sentence: str, most: int = 100) -> str:
+    """A long sentence up to its first ':' or ';' outside parentheses (its head clause)."""
+    depth = 0
+    for k, ch in enumerate(sentence if len(sentence) > most else ""):
+        depth += (ch == "(") - (ch == ")")
+        if depth == 0 and ch in ":;" and k > 10:
+            return sentence[:k] + "."
+    return sentence
+
+
+def _whole_short_help(command) -> None:
+    """Each command's line in its group's list: its help's first sentence whole, wrapped between
+    words, where Click would cut it at the terminal's width with '...'."""
+    for sub in (getattr(command, "commands", None) or {}).values():
+        if not sub.short_help and sub.help:
+            paragraph = sub.help.strip().split("\n\n")[0].split()
+            end = next((k for k, word in enumerate(paragraph) if word.endswith(".")), len(paragraph) - 1)
+            sub.short_help = _clause(" ".join(paragraph[:end + 1]))
+        _whole_short_help(sub)
+
+
+def print_error(exc: DnnbenchError) -> None:
+    """One `error:` line; under it, each of its detail lines (a build's cause, a hint) and its log."""
+    from rich.text import Text
+
+    from dnnbench.console import err, visible
+    err.print(Text.assemble(("error: ", "bold red"), visible(exc, one_line=True)), soft_wrap=True)
+    for line in getattr(exc, "details", None) or []:
+        err.print(f"  {visible(line, one_line=True)}", markup=False, soft_wrap=True)
+    if exc.log:
+        err.print(f"details: {visible(exc.log)}", markup=False, soft_wrap=True)
+
+
 def main() -> None:
     from rich.text import Text
 
     from dnnbench.console import err, visible
     command = typer.main.get_command(app)
+    _whole_short_help(command)
     _terminate_as_interrupt()
     try:
         code = command.main(prog_name="dnnbench", standalone_mode=False)
@@ -93,9 +130,7 @@ def main() -> None:
             raise
         _output_failed(exc)
     except DnnbenchError as exc:
-        err.print(Text.assemble(("error: ", "bold red"), visible(exc, one_line=True)), soft_wrap=True)
-        if exc.log:
-            err.print(f"details: {visible(exc.log)}", markup=False, soft_wrap=True)
+        print_error(exc)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         err.print("interrupted", markup=False)

@@ -6,9 +6,11 @@ from typing import List, Optional
 
 import typer
 
+from dnnbench.console import WIDE_HELP
+
 
 def bases(family: Optional[str] = typer.Option(None, help="Only this family (ngc, rocm, powerai, cpu)."),
-          wide: bool = typer.Option(False, "--wide", help="Every column, however wide the table.")):
+          wide: bool = typer.Option(False, "--wide", help=WIDE_HELP)):
     """List the bases in the catalog, with their facts."""
     from dnnbench.containers.listing import bases_table
     bases_table(family, wide)
@@ -66,7 +68,7 @@ def pull(
 
 
 def images(sif_dir: List[Path] = typer.Option([Path(".")], "--sif-dir", help="Folders to scan for .sif files."),
-           wide: bool = typer.Option(False, "--wide", help="Every column, however wide the table.")):
+           wide: bool = typer.Option(False, "--wide", help=WIDE_HELP)):
     """List the images and .sif files dnnbench built."""
     from dnnbench.containers.listing import images_table
     images_table(sif_dir, wide)

@@ -6,6 +6,8 @@ from typing import List, Optional
 
 import typer
 
+from dnnbench.console import WIDE_HELP
+
 from dnnbench.cli.harness_options import in_range
 from dnnbench.results.formats import FORMATS
 from dnnbench.workloads.options import BY_NAME
@@ -20,7 +22,7 @@ def report(
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write here instead of stdout."),
     plots: Optional[Path] = typer.Option(None, "--plots", help="Write PNG plots into this folder."),
     wide_csv: Optional[Path] = typer.Option(None, "--wide-csv", help="Also write a Lambda-style CSV (system x job)."),
-    wide: bool = typer.Option(False, "--wide", help="The table with every column, however wide."),
+    wide: bool = typer.Option(False, "--wide", help=WIDE_HELP),
     strict: bool = typer.Option(False, "--strict", help="Fail (exit 2) when any result file is skipped as "
                                                          "unreadable; without it each is named on stderr."),
 ):
@@ -39,7 +41,7 @@ def compare(a: Path = typer.Argument(..., help="Results of machine/image A."),
             b: Path = typer.Argument(..., help="Results of machine/image B."),
             tolerance: float = typer.Option(0.05, "--tolerance", callback=in_range(BY_NAME["tolerance"]), help="Same when the 95% CI of B/A is within 1 +- this."),
             strict: bool = typer.Option(False, "--strict", help="Fail (exit 2) when any result file is skipped."),
-            wide: bool = typer.Option(False, "--wide", help="The table with every column, however wide.")):
+            wide: bool = typer.Option(False, "--wide", help=WIDE_HELP)):
     """Two result sets side by side, job by job: throughput (sum_items/sum_seconds) with its 95% CI,
     B/A with its 95% CI, and a verdict: same, faster, slower or inconclusive."""
     from dnnbench.results.report import compare_command

@@ -6,6 +6,8 @@ from typing import TYPE_CHECKING, List, Optional
 
 import typer
 
+from dnnbench.console import WIDE_HELP
+
 from dnnbench.cli.harness_options import INJECTED, choice, in_range, plain, with_harness_options, with_params
 from dnnbench.errors import DnnbenchError
 from dnnbench.workloads.options import BY_NAME
@@ -282,7 +284,7 @@ def _images_job(workload: str, job: dict, harness: dict) -> tuple[RunOptions, Op
 @with_harness_options()
 def compare_images(
     workload: str = typer.Argument(..., help="Workload name (`dnnbench workloads`)."),
-    wide: bool = typer.Option(False, "--wide", help="Every column, however wide."),
+    wide: bool = typer.Option(False, "--wide", help=WIDE_HELP),
     rounds: int = typer.Option(1, "--rounds", callback=in_range(BY_NAME["rounds"]),
                                help="Measure every image this many times, the order reversed each round "
                                     "(A B, B A, ...); each image's CI then spans its rounds. Use 3 or more "
@@ -320,7 +322,7 @@ def bisect(
 
 def workloads(name: Optional[str] = typer.Argument(None, help="One workload: its reference, parameters and "
                                                              "how it differs, in full."),
-              wide: bool = typer.Option(False, "--wide", help="Every column, however wide.")):
+              wide: bool = typer.Option(False, "--wide", help=WIDE_HELP)):
     """List the workloads (dataset layout, unit, parameters, the reference each follows); with a
     name, that workload in full: its reference and how it differs."""
     from rich.text import Text

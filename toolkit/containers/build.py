@@ -132,8 +132,7 @@ def explain_failure(exc: DnnbenchError, ca: BuildCA | None) -> DnnbenchError:
                      f"hint: TLS still fails with --ca-cert {ca.path}: is it the proxy's CA?")
     if not lines:
         return exc
-    message = str(exc) + "".join(f"\n  {line}" for line in lines)
-    return DnnbenchError(message, log=exc.log, exit_code=exc.exit_code)
+    return DnnbenchError(str(exc), log=exc.log, exit_code=exc.exit_code, details=lines)
 
 
 def engine_arch_docker() -> str | None:

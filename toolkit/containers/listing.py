@@ -37,8 +37,10 @@ def bases_table(family: str | None, wide: bool = False) -> None:
     print_table("dnnbench bases (also: any ngc-YY.MM, local:IMAGE)", BASE_COLUMNS, cells, wide=wide)
 
 
-IMAGE_COLUMNS = [Column("image", key=True), Column("kind", rank=5), Column("base", rank=4),
-                 Column("size", right=True, rank=3), Column("age", right=True, rank=3), Column("recipe", rank=1)]
+# base, size and age are what `images` is for: kept at any width (a long tag or path loses its middle)
+IMAGE_COLUMNS = [Column("image", key=True), Column("kind", rank=5), Column("base", decides=True),
+                 Column("size", right=True, decides=True, whole=True), Column("age", right=True, decides=True),
+                 Column("recipe", rank=1)]
 
 
 def images_table(sif_dirs: list[Path], wide: bool = False) -> None:

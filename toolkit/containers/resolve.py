@@ -1,5 +1,9 @@
-"""Which image a run uses: `--image`, else `--base` (built first when missing, if allowed),
-else the most recently built dnnbench image. Returns its facts from its own labels."""
+"""Which image a run uses, one rule for every command (run, train, suite, slurm, reproduce,
+compare-images): `--image`, else `--base` (built first when missing, if allowed), else the one
+dnnbench image on this machine (docker) or the one `dnnbench_*.sif` here (Apptainer). With no
+name and several candidates nothing is guessed: the run is refused with the candidates listed,
+since the newest image may be anyone's. Returns its facts from its own labels, and why it was
+chosen (`RunImage.why`, said in the run's header)."""
 from __future__ import annotations
 
 import json
@@ -22,6 +26,7 @@ class RunImage:
     accelerator: str      # nvidia | amd | none
     entrypoint: list = field(default_factory=list)   # the base's own, run in front of the workload
     arch: str | None = None
+    why: str = ""         # how it was chosen, in words: "--image", "--base cpu", "the only dnnbench image here"
 
 
 def _entrypoint(label: str | None) -> list:
@@ -33,12 +38,57 @@ def _entrypoint(label: str | None) -> list:
     return value if isinstance(value, list) and all(isinstance(w, str) and w for w in value) else []
 
 
-def _facts(ref: str, labels: dict) -> RunImage:
-    return RunImage(ref=ref, base=labels.get(recipes.LABEL_BASE),
+def _facts(ref: str, labels: dict, why: str = "") -> RunImage:
+    return RunImage(why=why, ref=ref, base=labels.get(recipes.LABEL_BASE),
                     python=labels.get(recipes.LABEL_PYTHON) or "python3",
                     accelerator=labels.get(recipes.LABEL_ACCELERATOR) or "nvidia",
                     entrypoint=_entrypoint(labels.get(recipes.LABEL_ENTRYPOINT)),
                     arch=catalog.normalize_arch(labels.get(recipes.LABEL_ARCH)))
+
+
+ONLY_IMAGE = "the only dnnbench image on this machine"
+ONLY_SIF = "the only dnnbench_*.sif here"
+
+
+def why_chosen(image: str | None, base: str | None, runtime: str) -> str:
+    """How the rule picked a run's image, in words for its header."""
+    if runtime == "host":
+        return "--runtime host: this Python"
+    if image:
+        return "named by --image"
+    if base:
+        return f"the image of --base {base}"
+    return ONLY_IMAGE if runtime == "docker" else ONLY_SIF
+
+
+def _only(candidates: list[str], what: str, hint: str) -> str:
+    """The one candidate, or the one-line refusal that lists them all."""
+    if len(candidates) == 1:
+        return candidates[0]
+    if not candidates:
+        raise DnnbenchError(f"no {what} here: {hint}")
+    shown = ", ".join(candidates)
+    raise DnnbenchError(f"{len(candidates)} {what}s here and none named, so none is guessed: pass --image or "
+                        f"--base (candidates: {shown})")
+
+
+def only_docker_image(none_ok: bool = False) -> dict | None:
+    """The one dnnbench image the docker engine holds (its tags and labels), or the refusal
+    (None where there is none and `none_ok`)."""
+    from dnnbench.containers.engines import docker
+    found = {i["tags"][0]: i for i in docker.list_images(recipes.LABEL_BASE) if i["tags"]}
+    if not found and none_ok:
+        return None
+    tag = _only(sorted(found), "dnnbench image",
+                "`dnnbench build --base cpu` (or ngc-YY.MM) makes one, or pass --image / --base")
+    return found[tag]
+
+
+def only_sif(none_ok: bool = False) -> Path | None:
+    found = sorted(str(p) for p in Path(".").glob("dnnbench_*.sif") if p.is_file())
+    if not found and none_ok:
+        return None
+    return Path(_only(found, "dnnbench_*.sif", "pass --image FILE.sif or --base B --build"))
 
 
 def check_arch(img: RunImage, engine_arch: str | None, engine: str, emulate: str) -> RunImage:
@@ -66,28 +116,33 @@ def planned(image: str | None, base: str | None, runtime: str = "docker") -> Run
     uncatalogued NGC tag: the nearest release's facts, with `render`'s warning), or the image a
     real run would take (the newest dnnbench image, when the engine answers), so that the line
     printed can be pasted."""
+    why = why_chosen(image, base, runtime)
     if base:
         known, notes = catalog.resolve(base)
         for note in notes:
             warn(note)
         return RunImage(ref=image or known.tag, base=base, python=known.python_bin, accelerator=known.accelerator,
-                        entrypoint=list(known.entrypoint or ()), arch=known.arch)
+                        entrypoint=list(known.entrypoint or ()), arch=known.arch, why=why)
     if image:
         if runtime != "docker" and not Path(image).expanduser().exists():   # a dry run refuses what the run would
             raise DnnbenchError(f"no such .sif: {image} (`dnnbench build --format singularity` or "
                                 f"`dnnbench pull` makes one)")
-        return RunImage(ref=image, base=None, python="python3", accelerator="nvidia")
+        return RunImage(ref=image, base=None, python="python3", accelerator="nvidia", why=why)
     if runtime == "docker":
         from dnnbench.containers.engines import docker
         try:
             docker.client()
-            latest = docker.latest_image(recipes.LABEL_BASE)
         except DnnbenchError as exc:
-            latest = None
-            warn(f"the newest dnnbench image could not be looked up ({exc}): the line names a placeholder")
-        if latest is not None:
-            return _facts(latest["tags"][0], latest["labels"])
-    return RunImage(ref="<most recent dnnbench image>", base=None, python="python3", accelerator="nvidia")
+            warn(f"the dnnbench images could not be looked up ({exc}): the line names a placeholder")
+        else:
+            only = only_docker_image(none_ok=True)   # the rule a real run follows: several are refused here too
+            if only is not None:
+                return _facts(only["tags"][0], only["labels"], why)
+    elif runtime == "singularity":
+        sif = only_sif(none_ok=True)
+        if sif is not None:
+            return _facts(os.path.realpath(sif), {}, why)
+    return RunImage(ref="<the dnnbench image>", base=None, python="python3", accelerator="nvidia", why=why)
 
 
 def _may_build(what: str, build: bool | None) -> bool:
@@ -107,7 +162,7 @@ def resolve_docker(image: str | None, base: str | None, build: bool | None) -> R
         if labels is None:
             raise DnnbenchError(f"image {image} is not on this machine (`docker images` lists what is; "
                                 f"`dnnbench build --base ...` makes one)")
-        return _docker_checked(_facts(image, labels))
+        return _docker_checked(_facts(image, labels, why_chosen(image, None, "docker")))
     if base:
         from dnnbench.containers.build import docker_build, resolve_base
         resolved = resolve_base(base)
@@ -118,12 +173,10 @@ def resolve_docker(image: str | None, base: str | None, build: bool | None) -> R
                                     f"or run `dnnbench build --base {base}` first")
             docker_build(resolved)
             labels = docker.image_labels(resolved.tag) or {}
-        return _docker_checked(_facts(resolved.tag, labels))
-    latest = docker.latest_image(recipes.LABEL_BASE)
-    if latest is None:
-        raise DnnbenchError("no dnnbench image on this machine: `dnnbench build --base cpu` (or ngc-YY.MM) "
-                            "makes one, or pass --image / --base")
-    return _docker_checked(_facts(latest["tags"][0], latest["labels"]))
+        return _docker_checked(_facts(resolved.tag, labels, why_chosen(None, base, "docker")))
+    only = only_docker_image()
+    assert only is not None
+    return _docker_checked(_facts(only["tags"][0], only["labels"], ONLY_IMAGE))
 
 
 def resolve_sif(image: str | None, base: str | None, build: bool | None) -> RunImage:
@@ -134,7 +187,7 @@ def resolve_sif(image: str | None, base: str | None, build: bool | None) -> RunI
             raise DnnbenchError(f"no such .sif: {image} (`dnnbench build --format singularity` or "
                                 f"`dnnbench pull` makes one)")
         sif = apptainer.regular_sif(image)
-        return _sif_checked(_facts(os.path.realpath(sif), apptainer.labels(sif)))
+        return _sif_checked(_facts(os.path.realpath(sif), apptainer.labels(sif), why_chosen(image, None, "singularity")))
     if base:
         from dnnbench.containers.build import sif_path, resolve_base, singularity_build
         resolved = resolve_base(base)
@@ -145,12 +198,11 @@ def resolve_sif(image: str | None, base: str | None, build: bool | None) -> RunI
                                     f"`dnnbench build --base {base} --format singularity` first")
             singularity_build(resolved, output=None, from_docker=True, tag=None, no_cache=False,
                               build_args={}, log_dir=Path("results/build-logs"))
-        return _sif_checked(_facts(os.path.realpath(apptainer.regular_sif(sif)), apptainer.labels(sif)))
-    found = sorted((p for p in Path(".").glob("dnnbench_*.sif") if p.is_file()), key=lambda p: p.stat().st_mtime,
-                   reverse=True)
-    if not found:
-        raise DnnbenchError("no dnnbench_*.sif here: pass --image FILE.sif or --base B --build")
-    return _sif_checked(_facts(os.path.realpath(apptainer.regular_sif(found[0])), apptainer.labels(found[0])))
+        return _sif_checked(_facts(os.path.realpath(apptainer.regular_sif(sif)), apptainer.labels(sif),
+                                   why_chosen(None, base, "singularity")))
+    only = only_sif()
+    assert only is not None
+    return _sif_checked(_facts(os.path.realpath(apptainer.regular_sif(only)), apptainer.labels(only), ONLY_SIF))
 
 
 def host() -> RunImage:
@@ -158,4 +210,5 @@ def host() -> RunImage:
     if importlib.util.find_spec("torch") is None:
         raise DnnbenchError("--runtime host needs PyTorch in this Python: pip install 'dnnbench[torch]' "
                             "(or use --runtime docker|singularity)")
-    return RunImage(ref=None, base=None, python=sys.executable, accelerator="nvidia")
+    return RunImage(ref=None, base=None, python=sys.executable, accelerator="nvidia",
+                    why=why_chosen(None, None, "host"))

@@ -58,29 +58,33 @@ def _plots(jobs: dict) -> list[tuple[str, bytes]]:
     from dnnbench.console import visible
     plt = _plt()
     written = []
-    systems = sorted({s for s, _ in jobs})
-    names = sorted({n for _, n in jobs})
+    from dnnbench.results.job_names import column_name
+    by_cell = {(j.system, column_name(j, jobs)): j for j in jobs.values()}   # a job on several images: one bar each
+    systems = sorted({s for s, _ in by_cell})
+    names = sorted({n for _, n in by_cell})
     fig, ax = plt.subplots(figsize=(max(6, 0.6 * len(names) * len(systems) + 2), 4.5))
     width = 0.8 / max(1, len(systems))
     for i, s in enumerate(systems):
         xs = [k + i * width for k in range(len(names))]
-        heads = [jobs[(s, n)].headline if (s, n) in jobs else {} for n in names]
+        heads = [by_cell[(s, n)].headline if (s, n) in by_cell else {} for n in names]
         values = [h.get("value") or 0 for h in heads]
         below = [h["value"] - h["ci95_low"] if h.get("ci95_low") is not None else 0 for h in heads]
         above = [h["ci95_high"] - h["value"] if h.get("ci95_high") is not None else 0 for h in heads]
         ax.bar(xs, values, width, yerr=[below, above], label=visible(s, one_line=True)[:60], capsize=3)
     ax.set_xticks([k + 0.4 - width / 2 for k in range(len(names))])
     ax.set_xticklabels([visible(n, one_line=True)[:60] for n in names], rotation=30, ha="right")
-    ax.set_ylabel("throughput (items/s, total; sum items / sum seconds, 95% CI)")
+    ax.set_ylabel("throughput, items/s (95% CI)")    # short: a long label is cut at the figure's edge
+    ax.set_title("sum of items / sum of seconds over every timed window", fontsize="small")
     ax.legend(fontsize="small")
     fig.tight_layout()
     written.append(("throughput.png", _png(fig)))
     plt.close(fig)
 
     sweeps: dict = defaultdict(lambda: defaultdict(list))   # workload -> system -> [(batch, mean)]
-    for (s, _), j in jobs.items():
+    for j in jobs.values():
         if j.batch_size and j.throughput:
-            sweeps[(j.workload, j.amp, j.world_size)][s].append((j.batch_size, j.throughput))
+            label = j.system if j.image is None else f"{j.system} {j.image}"
+            sweeps[(j.workload, j.amp, j.world_size)][label].append((j.batch_size, j.throughput))
     for (workload, amp, world), per_system in sorted(sweeps.items()):
         if max(len(v) for v in per_system.values()) < 2:
             continue
@@ -105,17 +109,22 @@ def _accuracy_curves(jobs: dict, plt) -> list[tuple[str, bytes]]:
     the clock, one line per run, the target as a dashed line."""
     from dnnbench import names as names_mod
     from dnnbench.console import visible
+    from dnnbench.results.job_names import column_name
     from dnnbench.workloads.schema import finite
     written = []
-    for (system, name), j in sorted(jobs.items()):
-        runs = [r["training"] for r in j.results if isinstance(r.get("training"), dict)]
+    for j in sorted(jobs.values(), key=lambda j: (j.system, j.job, j.image or "")):
+        system, name = j.system, column_name(j, jobs)
+        trained = [r for r in j.results if isinstance(r.get("training"), dict)]
+        runs = [r["training"] for r in trained]
+        ids = [str(r.get("run_id") or f"run {k}") for k, r in enumerate(trained, 1)]
         curves = [[(t, a) for t, a in (run.get("curve") or []) if finite(t) and finite(a)] for run in runs]
         if not any(curves):
             continue
         fig, ax = plt.subplots(figsize=(6, 4))
-        for k, points in enumerate(curves, 1):
+        for run_id, points in zip(ids, curves):
             if points:
-                ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=f"run {k}")
+                ax.plot([p[0] for p in points], [p[1] for p in points], marker="o",
+                        label=visible(run_id, one_line=True)[-40:])   # runs by id: its end tells them apart
         target = next((run.get("target") for run in runs if finite(run.get("target"))), None)
         if target is not None:
             ax.axhline(target, linestyle="--", color="grey", label=f"target {target:g} %")

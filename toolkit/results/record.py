@@ -53,6 +53,9 @@ def finalize(run_dir: Path, *, plan: dict, outcome, command: str, log_tail: list
         "exit_code": outcome.exit_code, "ended": outcome.ended, "seconds": round(outcome.seconds, 3),
         "command": command, "gpus": plan.get("gpus"), **(host_extra or {}),
     }
+    if plan["runtime"] == "docker":   # inside, the hostname is the container's id: the machine is ours
+        import socket
+        data["host"]["machine"] = socket.gethostname()
     if plan.get("notes"):
         data["host"]["notes"] = list(plan["notes"])
     if plan.get("user_env"):

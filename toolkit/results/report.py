@@ -19,6 +19,7 @@ from dnnbench.errors import DnnbenchError
 from dnnbench.results import baseline as baseline_mod, fleet, numbers
 from dnnbench.results.formats import View, format_of
 from dnnbench.results.formats.cells import fmt as _fmt
+from dnnbench.results.job_names import column_name
 from dnnbench.results.record import gpu_model, gpu_name, verdict_of
 
 
@@ -32,6 +33,8 @@ class Job:
     amp: str
     world_size: int
     unit: str
+    image: str | None = None                              # the image it ran on (tag or .sif), part of its identity
+    base: str | None = None
     model: str = ""                                       # GPU model(s) without the count, or CPU
     rates: list[float] = field(default_factory=list)     # one per ok run: its headline throughput
     results: list[dict] = field(default_factory=list)    # the ok runs themselves (their windows)
@@ -127,10 +130,36 @@ def rate(data: dict) -> float | None:
     return numbers.run_headline(data)["value"]
 
 
-def collect(paths: list[Path], system: str | None = None, strict: bool = False) -> dict[tuple[str, str], Job]:
-    """Jobs keyed by (system, job); `system` overrides the label (e.g. for compare)."""
+def _section(data: dict, name: str) -> dict:
+    value = data.get(name)
+    return value if isinstance(value, dict) else {}
+
+
+def image_of(data: dict) -> tuple[str | None, str | None]:
+    """The image a run ran on (docker tag or .sif path; None on the host runtime) and its base."""
+    host = _section(data, "host")
+    image, base = host.get("image"), host.get("base")
+    return (image if isinstance(image, str) and image else None), (base if isinstance(base, str) and base else None)
+
+
+def machine_of(data: dict) -> str | None:
+    """The machine a run ran on: what the host side recorded (`host.machine`: a container's own
+    hostname is its id under docker), else the hostname the run saw where that is the machine's
+    (Apptainer and the host runtime share it); None when unknown."""
+    host = _section(data, "host")
+    if isinstance(host.get("machine"), str) and host["machine"]:
+        return host["machine"]
+    if host.get("runtime") == "docker":
+        return None      # an older docker result: its system.host is the container id
+    system = _section(data, "system")
+    return system.get("host") if isinstance(system.get("host"), str) else None
+
+
+def collect(paths: list[Path], system: str | None = None, strict: bool = False) -> dict[tuple, Job]:
+    """Jobs keyed by (system, job, image, base): runs of different images are never pooled;
+    `system` overrides the label (e.g. for compare)."""
     from dnnbench.console import warn
-    jobs: dict[tuple[str, str], Job] = {}
+    jobs: dict[tuple, Job] = {}
     seen: dict[tuple, Path] = {}
     for path, data in read_results(paths, strict):
         if data.get("copy_of"):
@@ -147,18 +176,20 @@ def collect(paths: list[Path], system: str | None = None, strict: bool = False) 
         seen[identity] = path
         opts = data.get("options") or {}
         label = system or data.get("system_label") or gpu_name(data)
-        key = (label, job_name(data))
+        image, base = image_of(data)
+        key = (label, job_name(data), image, base)
         job = jobs.setdefault(key, Job(system=label, job=key[1], workload=data["workload"],
                                        batch_size=opts.get("batch_size"), amp=opts.get("amp") or "none",
-                                       world_size=int(data.get("world_size") or 1), unit=data.get("unit", ""),
-                                       model=gpu_model(data)))
+                                       world_size=int(data.get("world_size") or 1), unit="",
+                                       image=image, base=base, model=gpu_model(data)))
         job.paths.append(str(path))
         r = rate(data) if data["status"] == "ok" else None
         if r is None:
             job.failed.append(data["status"])
         else:
+            job.unit = job.unit or data.get("unit", "")   # an ok run's: a failed run never measured one
             job.rates.append(r)
-            job.results.append(numbers.essentials(data))
+            job.results.append({**numbers.essentials(data), "host": machine_of(data), "run_id": data.get("run_id")})
             job.verdicts.append(verdict_of(data)["label"])
             if (data.get("scaling") or {}).get("efficiency"):
                 job.efficiencies.append(data["scaling"]["efficiency"])
@@ -226,24 +257,43 @@ def job_verdict(labels: list[str]) -> str | None:
 
 def rows(jobs: dict, baseline: dict | None, tolerance: float) -> list[dict]:
     out = []
-    for (system, name), j in sorted(jobs.items()):
-        row = {"system": system, "job": name, "workload": j.workload, "batch_size": j.batch_size, "amp": j.amp,
+    for _, j in sorted(jobs.items(), key=lambda kv: tuple(str(k or "") for k in kv[0])):
+        system, name = j.system, j.job
+        row = {"system": system, "job": name, "image": j.image, "base": j.base, "workload": j.workload, "batch_size": j.batch_size, "amp": j.amp,
                "world_size": j.world_size, "unit": j.unit, "n": j.n, "failed": len(j.failed),
                "throughput": j.throughput, **_statistics(j.headline), "scaling": scaling_efficiency(j, jobs),
                "verdict": job_verdict(j.verdicts), **time_to_target(j.results),
                "slow_hosts": fleet.slow_hosts(j.results)}
+        row["ci_note"] = ci_note(row)
         if baseline is not None:
             row.update(baseline_mod.judge(baseline.get(name), j.headline, tolerance))
         out.append(row)
     if baseline is not None:     # a baseline job no result names: missing, and the gate fails
-        ran = {name for _, name in jobs}
+        ran = {j.job for j in jobs.values()}
         for name in sorted(set(baseline) - ran):
-            row = {"system": "-", "job": name, "workload": None, "batch_size": None, "amp": None, "world_size": None,
+            row = {"system": "-", "job": name, "image": None, "base": None, "ci_note": None, "workload": None, "batch_size": None, "amp": None, "world_size": None,
                    "unit": None, "n": 0, "failed": 0, "throughput": None, **_statistics({}), "scaling": None,
                    "verdict": None}
             row.update(baseline_mod.judge(baseline[name], {}, tolerance))
             out.append(row)
     return out
+
+
+WIDE_CI_PCT = 50.0     # a 95 % CI wider than +-50 % of the figure says little about it
+
+
+def ci_note(row: dict) -> str | None:
+    """Why a job's CI is too wide to mean anything, in words: too few runs or windows to estimate
+    the spread, or runs that disagree (the load on the machine changed between them)."""
+    pct = row.get("ci95_pct")
+    if not isinstance(pct, (int, float)) or pct <= WIDE_CI_PCT:
+        return None
+    runs, windows = row.get("n") or 0, row.get("windows") or 0
+    if runs >= 3 and (row.get("sd_pct") or 0) > WIDE_CI_PCT / 2:
+        return (f"the runs disagree (sd {row['sd_pct']:.0f} % over {runs} runs): the load changed between runs; "
+                f"run it again on a quiet machine")
+    return (f"too few runs ({runs} run{'s' if runs != 1 else ''}, {windows} timed windows) to estimate the spread: "
+            f"add --repeat or --until-ci")
 
 
 def time_to_target(results: list[dict]) -> dict:
@@ -286,14 +336,15 @@ def render(table: list[dict], fmt: str, *, total_score: float | None, with_basel
 
 def lambda_csv(jobs: dict) -> str:
     """Lambda-style: one row per system, one column per job, cells = mean throughput."""
-    systems = sorted({s for s, _ in jobs})
-    names = sorted({n for _, n in jobs})
+    by_cell = {(j.system, column_name(j, jobs)): j for j in jobs.values()}
+    systems = sorted({s for s, _ in by_cell})
+    names = sorted({n for _, n in by_cell})
     buf = io.StringIO()
     w = csv.writer(buf)
     w.writerow([f"system \\ job (throughput, {numbers.STATISTIC}, items/s)"] + names)
     for s in systems:
-        w.writerow([s] + [("" if (s, n) not in jobs or jobs[(s, n)].throughput is None
-                           else f"{jobs[(s, n)].throughput:.2f}")
+        w.writerow([s] + [("" if (s, n) not in by_cell or by_cell[(s, n)].throughput is None
+                           else f"{by_cell[(s, n)].throughput:.2f}")
                           for n in names])
     return buf.getvalue()
 
@@ -319,8 +370,11 @@ def report_command(paths: list[Path], fmt: str, baseline: Path | None, weights: 
         _write(wide_csv, lambda_csv(jobs))
     pngs = []
     if plots:
+        from dnnbench.console import info
         from dnnbench.results.plots import write_plots
         pngs = write_plots(jobs, plots, inputs)
+        for name, _ in pngs:          # what was written, by name: a user opens them next
+            info(f"wrote {plots / name}")
     elif form.embeds_plots:
         from dnnbench.results.plots import plots as make_plots
         pngs = make_plots(jobs)        # in memory: the page embeds them, no PNG left beside it
@@ -364,11 +418,12 @@ def compare_command(a: Path, b: Path, tolerance: float = 0.05, strict: bool = Fa
                     wide: bool = False) -> dict[str, str]:
     """A and B side by side, job by job, with B/A, its 95 % CI and a verdict; returns the verdicts."""
     from dnnbench.console import Column, escape, print_table
-    ja = {n: j for (_, n), j in collect([a], system="A", strict=strict).items()}
-    jb = {n: j for (_, n), j in collect([b], system="B", strict=strict).items()}
+    found_a, found_b = collect([a], system="A", strict=strict), collect([b], system="B", strict=strict)
+    ja = {column_name(j, found_a): j for j in found_a.values()}
+    jb = {column_name(j, found_b): j for j in found_b.values()}
     columns = [Column("job", key=True), Column("A", right=True, rank=9), Column("+-95% A", right=True, rank=6),
                Column("B", right=True, rank=9), Column("+-95% B", right=True, rank=6),
-               Column("B/A", right=True, rank=8), Column("B/A 95% CI", right=True, rank=7), Column("verdict", rank=9)]
+               Column("B/A", right=True, rank=8), Column("B/A 95% CI", right=True, rank=7), Column("verdict", decides=True)]
     verdicts, cells = {}, []
     for name in sorted(set(ja) | set(jb)):
         x, y = ja.get(name), jb.get(name)

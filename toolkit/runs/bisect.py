@@ -229,7 +229,7 @@ def compare_images_command(opts: RunOptions, images: list[str] | None, bases: st
                 + f"; results in {escape(str(folder))})",
                 [Column("image", key=True), Column("pytorch", rank=5), Column("cuda", rank=4),
                  Column("cudnn", rank=2), Column("nccl", rank=2), Column("throughput", right=True, rank=9),
-                 Column("+-95%", right=True, rank=7), Column("ratio", right=True, rank=8), Column("verdict", rank=9)],
+                 Column("+-95%", right=True, rank=7), Column("ratio", right=True, rank=8), Column("verdict", decides=True)],
                 rows, wide=wide)
     return 0
 

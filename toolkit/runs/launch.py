@@ -90,8 +90,13 @@ def check_options(opts: RunOptions) -> None:
         raise DnnbenchError(f"--timeout {opts.timeout}: give a positive number of seconds")
     if opts.run_id is not None:
         names.path_component(opts.run_id, "--run-id")
+    if opts.loader == "gpu" and not opts.gpus:
+        warn("--loader gpu without --gpus: the GPU loader's steps run, decoding on the CPU (a check of that "
+             "path, not a GPU's speed); add --gpus to decode on a GPU")
     if opts.script is None:   # a script's arguments are its own: its --data is not dnnbench's
         check_extra(opts.extra)
+        from dnnbench.runs import workload_args
+        workload_args.check(opts.workload, opts.extra)   # `train` checks with its own parser first
 
 
 def check_extra(extra: list[str]) -> None:
@@ -427,8 +432,11 @@ def _supervised(plan, job, command, owned, stop, quiet):
     run_dir = Path(plan.run_dir)
     log_path = run_dir / "log.txt"
     tail: collections.deque = collections.deque(maxlen=30)
+    from dnnbench.runs.host_paths import translator
+    as_host = translator(plan.mounts)    # the screen names the host's folders, not /data, /results
 
     def on_line(line: str) -> None:
+        line = as_host(line)
         tail.append(line)
         if not quiet:   # what a terminal would show of a line a progress bar redraws with \r
             err.print(line.rsplit("\r", 1)[-1], markup=False, highlight=False, soft_wrap=True)
@@ -517,7 +525,9 @@ def run_plan(plan: plan_mod.RunPlan, opts: RunOptions) -> int:
         out.print(plan_mod.describe(plan), markup=False, highlight=False)
         out.print(plan_mod.command_line(plan), markup=False, highlight=False, soft_wrap=True)
         return 0
-    info(f"run {plan.run_id}: {plan.workload} on {plan.runtime} ({plan.image or 'this Python'}), "
+    from dnnbench.containers.resolve import why_chosen
+    info(f"run {plan.run_id}: {plan.workload} on {plan.runtime}, image {plan.image or 'none (this Python)'} "
+         f"({why_chosen(opts.image, opts.base, plan.runtime)}), "
          f"{'GPUs ' + ','.join(plan.gpus) if plan.gpus else 'CPU'}; results in {plan.run_dir}")
     data, code = execute(plan, quiet=opts.quiet)
     from dnnbench.results.record import show_outcome

@@ -257,7 +257,7 @@ def render(o: SlurmOptions, dry_run: bool = False) -> tuple[str, Path, str]:
         unit += ", each node on its own"
     text = templates().get_template("slurm.sbatch.j2").render(
         title=f"{workload}: {o.nodes} node(s) x {unit} per node",
-        version=__version__, script=run_dir / SCRIPT, directives=directives, setup=setup,
+        version=__version__, script=run_dir / SCRIPT, dry_run=dry_run, directives=directives, setup=setup,
         run_dir=shlex.quote(str(run_dir)),
         reference=_shell(wrap([img.python, "-m", "dnnbench.workloads", workload] + ref_args)) if o.scaling else None,
         each_node=o.each_node, train=o.train is not None, warn_before=o.warn_before,

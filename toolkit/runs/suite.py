@@ -65,7 +65,11 @@ def load(path: Path) -> Suite:
             raise DnnbenchError(f"{path}:{line}: each job is a mapping with at least `workload:`")
         where = lambda key: f"{path}:{getattr(raw, 'key_lines', {}).get(key, line)}"  # noqa: E731
         own = suite_schema.check_job(raw, where)
-        job = {**defaults, **own, "options": {**defaults.get("options", {}), **own.get("options", {})},
+        shared = defaults.get("options", {})
+        if {**defaults, **own}.get("train") is not None:   # benchmark windows (number, warmup) are not a training's:
+            from dnnbench.workloads.train import SHARED      # the defaults it takes are those `train` has too
+            shared = {k: v for k, v in shared.items() if k in SHARED}
+        job = {**defaults, **own, "options": {**shared, **own.get("options", {})},
                "env": {**defaults.get("env", {}), **own.get("env", {})}}
         workload, script = job.get("workload"), job.get("script")
         if script is not None:
@@ -333,7 +337,7 @@ def _remove_unfinished(run_dir: Path, suite_dir: Path) -> bool:
 
 
 def _run_suite(path: Path, suite: Suite, runs: list, suite_dir: Path, resume: bool, overrides: dict) -> int:
-    from rich.progress import MofNCompleteColumn, TimeElapsedColumn
+    from rich.progress import MofNCompleteColumn, TimeElapsedColumn, TimeRemainingColumn
 
     from dnnbench import names
     from dnnbench.console import escape, info, progress, warn
@@ -348,7 +352,7 @@ def _run_suite(path: Path, suite: Suite, runs: list, suite_dir: Path, resume: bo
     todo = [r for r in runs if r.run_id not in done]
     info(f"suite {suite.name}: {len(runs)} runs, {len(done)} already done, {len(todo)} to go; results in {suite_dir}")
     failures = 0
-    with progress(MofNCompleteColumn(), TimeElapsedColumn()) as bar:
+    with progress(MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn()) as bar:   # ETA: from the runs done
         task = bar.add_task(escape(suite.name), total=len(runs), completed=len(done))
         for r in todo:
             bar.update(task, description=escape(f"{suite.name}: {r.run_id}"))

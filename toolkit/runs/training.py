@@ -51,6 +51,8 @@ def module_args(workload: str, opts: RunOptions, train: dict, *, data_in: str, r
 def train_plan(opts: RunOptions, train: dict) -> plan_mod.RunPlan:
     """Every check, then the plan: launch.build_plan's, with the training entry and its options."""
     check(opts, train)
+    from dnnbench.runs import workload_args
+    workload_args.check(opts.workload, opts.extra, train=True)
     resume = bool(train.get("resume"))
     if resume and not opts.run_id:
         raise DnnbenchError("--resume continues a run folder: give its --run-id")

@@ -14,8 +14,11 @@ SCALING_COLUMNS = [("world_size", "ranks"), ("scaling", "scaling eff.")]
 BASELINE_COLUMNS = [("target", "target"), ("bounds", "bounds"), ("diff_pct", "diff%"), ("target_verdict", "vs target")]
 RATES = {"throughput", "median", "trimmed", "target"}   # printed with numbers.fmt, as everywhere
 # which columns a narrow terminal keeps longest (system and job name the row: always kept)
-RANK = {"tta_s": 8, "reached": 7, "best": 6, "throughput": 9, "ci95_pct": 8, "unit": 7, "target_verdict": 7,
-        "target": 7, "verdict": 6, "scaling": 6, "diff_pct": 6, "n": 5, "trimmed": 5, "failed": 4, "world_size": 4,
+# what a row is (always kept, never split) and what decides (always kept, wrapped at spaces)
+KEYS = {"job", "image"}
+DECIDES = {"system", "n", "failed", "target", "diff_pct", "target_verdict"}
+RANK = {"tta_s": 8, "reached": 7, "best": 6, "throughput": 10, "ci95_pct": 8, "unit": 9, "target_verdict": 7,
+        "target": 7, "verdict": 8, "scaling": 6, "diff_pct": 6, "n": 5, "trimmed": 5, "failed": 4, "world_size": 4,
         "median": 3, "sd_pct": 2, "trimmed_n": 2, "bounds": 2}
 STATISTIC = ("Throughput: items over seconds summed over every timed window of a job's runs (times ranks, "
              "plus parallel copies: statistic sum_items/sum_seconds), recomputed from each result's raw "
@@ -35,7 +38,11 @@ def fmt(v, digits=1):
 
 
 def columns(table: list[dict], with_baseline: bool) -> list[tuple[str, str]]:
-    return COLUMNS + (TRIMMED_COLUMNS if any(r.get("trimmed") is not None for r in table) else []) \
+    """The columns the rows fill: `image` only when the jobs ran on more than one (a job's image is
+    part of its identity: runs of different images are different rows)."""
+    images = COLUMNS[:2] + [("image", "image")] + COLUMNS[2:] if len({r.get("image") for r in table
+                                                                        if r.get("n") or r.get("failed")}) > 1 else COLUMNS
+    return images + (TRIMMED_COLUMNS if any(r.get("trimmed") is not None for r in table) else []) \
         + (TRAINING_COLUMNS if any(r.get("reached") for r in table) else []) \
         + (SCALING_COLUMNS if any(r.get("scaling") for r in table) else []) \
         + (BASELINE_COLUMNS if with_baseline else [])
@@ -46,6 +53,8 @@ def cell(row: dict, key: str) -> str:
         return numbers.fmt(row.get(key))
     if key == "best" and row.get("best") is not None:     # which evaluation: top-1, HR@10
         return f"{fmt(row['best'])} {row.get('metric') or ''}".strip()
+    if key == "image" and row.get("image") is None:
+        return "host" if row.get("n") or row.get("failed") else "-"
     return fmt(row.get(key), 2 if key == "scaling" else 1)
 
 
@@ -55,7 +64,10 @@ def md_cell(text: str) -> str:
 
 
 def notes(table: list[dict], total_score: float | None) -> list[str]:
-    """The lines under the table: the score against a baseline, each slow host of a fleet."""
+    """The lines under the table: the score against a baseline, each CI too wide to mean anything
+    and why, each slow host of a fleet."""
     lines = [] if total_score is None else [
         f"score (weighted geometric mean of throughput/target): {total_score:.3f}"]
+    lines += [f"{r['job']}{' @ ' + r['image'] if r.get('image') else ''}: +-95% CI {fmt(r['ci95_pct'])} %, "
+              f"too wide to mean anything: {r['ci_note']}" for r in table if r.get("ci_note")]
     return lines + [fleet.describe(r["job"], r["unit"] or "", slow) for r in table for slow in r.get("slow_hosts") or []]
