@@ -5,7 +5,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from dnnbench.console import number
-from dnnbench.results.naming import gpu_model, gpu_name  # noqa: F401 - also named from here
+from dnnbench.results.naming import gpu_name
 from dnnbench.workloads import schema, verdict
 
 
