@@ -180,13 +180,16 @@ def changes_command(job: str | None, by: str, fmt: str, db: str | None) -> int:
     if fmt != "table":
         raise DnnbenchError(f"unknown format {fmt!r}: choose table or json")
     from dnnbench.console import visible
+
+    def side(p: dict) -> str:
+        return f"{views.name(p.get('image') or '-')} ({(p.get('started') or '-')[:16].replace('T', ' ')})"
     for f in found:
-        def side(p: dict) -> str:
-            return f"{views.name(p.get('image') or '-')} ({(p.get('started') or '-')[:16]})"
-        out.print(Text(visible(f"{views.name(f['job'])} on {f['gpu']}: {f['change_pct']:+.1f} % (95 % CI "
-                       f"{f['ci95_low_pct']:+.1f} to {f['ci95_high_pct']:+.1f} %, p {f['p']:.3f}) between "
-                       f"{side(f['before'])} and {side(f['after'])}"
-                       + (f"; changed: {', '.join(f['changed'])}" if f["changed"] else ""), one_line=True)))
+        lines = [f"{views.name(f['job'])} on {views.name(f['gpu'])}: {f['change_pct']:+.1f} % (95 % CI "
+                 f"{f['ci95_low_pct']:+.1f} to {f['ci95_high_pct']:+.1f} %, p {f['p']:.3f})",
+                 f"  before: {side(f['before'])}", f"  after:  {side(f['after'])}"]
+        lines += [f"  {fact}" for fact in f["changed"]]
+        for line in lines:
+            out.print(Text(visible(line, one_line=True)), soft_wrap=True)
     if not found:
         out.print(Text(f"no lasting change in {len(series)} series ({len(rows)} result(s))"))
     return 1 if slower else 0
