@@ -11,11 +11,11 @@ DB = typer.Option(None, "--db", help="The store: a SQLite file or a postgresql:/
 FORMAT = typer.Option("table", "--format", "-f", help="table, csv, json or html (a page with the series plotted).")
 OUTPUT = typer.Option(None, "--output", "-o", help="Write here instead of stdout (csv, json, html).")
 WIDE = typer.Option(False, "--wide", help="The table with every column, however wide.")
-BY = typer.Option("release", "--by", help="Order: release (images by their version, then time) or time.")
 
 history_app = typer.Typer(
     help="The results history: every result dnnbench writes is also recorded in a database "
-         "(SQLite by default, PostgreSQL for a team). Without a subcommand: `list`.",
+         "(SQLite by default, PostgreSQL for a team). Without a subcommand: the results, filtered "
+         "by the options below (as `history list`).",
     invoke_without_command=True)
 
 
@@ -25,33 +25,45 @@ def _by(value: str) -> str:
     return value
 
 
-@history_app.callback()
-def _default(ctx: typer.Context):
-    if ctx.invoked_subcommand is None:
-        from dnnbench.history.commands import list_command
-        raise typer.Exit(list_command({}, "table", None, False, None))
+JOB = typer.Option(None, "--job", help="One job (as the report names it).")
+WORKLOAD = typer.Option(None, "--workload", help="One workload (every job of it).")
+IMAGE = typer.Option(None, "--image", help="One image (as run named it).")
+BASE = typer.Option(None, "--base", help="One base (ngc-24.10, local:IMAGE...).")
+TORCH = typer.Option(None, "--torch", help="PyTorch version or prefix (2.4 finds 2.4.1).")
+CUDA = typer.Option(None, "--cuda", help="CUDA version or prefix.")
+HOST = typer.Option(None, "--host", help="One host name.")
+GPU = typer.Option(None, "--gpu", help="One GPU model (as the result names it; CPU for none).")
+SINCE = typer.Option(None, "--since", help="From: an age (4w, 3d, 12h) or a date.")
+UNTIL = typer.Option(None, "--until", help="Before: an age or a date.")
 
 
-@history_app.command("list")
-def list_results(
-    job: Optional[str] = typer.Option(None, "--job", help="One job (as the report names it)."),
-    workload: Optional[str] = typer.Option(None, "--workload", help="One workload (every job of it)."),
-    image: Optional[str] = typer.Option(None, "--image", help="One image (as run named it)."),
-    base: Optional[str] = typer.Option(None, "--base", help="One base (ngc-24.10, local:IMAGE...)."),
-    torch: Optional[str] = typer.Option(None, "--torch", help="PyTorch version or prefix (2.4 finds 2.4.1)."),
-    cuda: Optional[str] = typer.Option(None, "--cuda", help="CUDA version or prefix."),
-    host: Optional[str] = typer.Option(None, "--host", help="One host name."),
-    gpu: Optional[str] = typer.Option(None, "--gpu", help="One GPU model (as the result names it; CPU for none)."),
-    since: Optional[str] = typer.Option(None, "--since", help="From: an age (4w, 3d, 12h) or a date."),
-    until: Optional[str] = typer.Option(None, "--until", help="Before: an age or a date."),
-    fmt: str = FORMAT, output: Optional[Path] = OUTPUT, wide: bool = WIDE, db: Optional[str] = DB,
-):
-    """Recorded results, oldest first, with each one's throughput and 95% CI, filtered."""
+def _list(job, workload, image, base, torch, cuda, host, gpu, since, until, fmt, output, wide, db) -> int:
     from dnnbench.history import when
     from dnnbench.history.commands import list_command
     filters = dict(job=job, workload=workload, image=image, base=base, pytorch=torch, cuda=cuda, host=host,
                    gpu=gpu, since=when.parse(since, "--since"), until=when.parse(until, "--until"))
-    raise typer.Exit(list_command(filters, fmt, output, wide, db))
+    return list_command(filters, fmt, output, wide, db)
+
+
+@history_app.callback()
+def _default(ctx: typer.Context, job: Optional[str] = JOB, workload: Optional[str] = WORKLOAD,
+             image: Optional[str] = IMAGE, base: Optional[str] = BASE, torch: Optional[str] = TORCH,
+             cuda: Optional[str] = CUDA, host: Optional[str] = HOST, gpu: Optional[str] = GPU,
+             since: Optional[str] = SINCE, until: Optional[str] = UNTIL, fmt: str = FORMAT,
+             output: Optional[Path] = OUTPUT, wide: bool = WIDE, db: Optional[str] = DB):
+    if ctx.invoked_subcommand is None:
+        raise typer.Exit(_list(job, workload, image, base, torch, cuda, host, gpu, since, until, fmt, output, wide, db))
+
+
+@history_app.command("list")
+def list_results(job: Optional[str] = JOB, workload: Optional[str] = WORKLOAD, image: Optional[str] = IMAGE,
+                 base: Optional[str] = BASE, torch: Optional[str] = TORCH, cuda: Optional[str] = CUDA,
+                 host: Optional[str] = HOST, gpu: Optional[str] = GPU, since: Optional[str] = SINCE,
+                 until: Optional[str] = UNTIL, fmt: str = FORMAT, output: Optional[Path] = OUTPUT,
+                 wide: bool = WIDE, db: Optional[str] = DB):
+    """Recorded results, oldest first, with each one's throughput and 95% CI, filtered (the same
+    as `dnnbench history` with these options)."""
+    raise typer.Exit(_list(job, workload, image, base, torch, cuda, host, gpu, since, until, fmt, output, wide, db))
 
 
 @history_app.command("import")

@@ -9,6 +9,8 @@ from datetime import datetime
 FORMATS = ("table", "csv", "json", "html")
 SHOWN = ("started", "job", "kind", "status", "image", "base", "pytorch", "cuda", "cudnn", "nccl", "driver",
          "host", "gpu", "gpu_count", "throughput", "ci_low", "ci_high", "unit", "run_id", "digest", "path")
+PAGE = ("started", "job", "image", "pytorch", "cuda", "cudnn", "nccl", "driver", "host", "gpu", "status",
+        "throughput", "+-95% CI %")
 LONGEST = 40     # a name longer than this is cut in the table (whole in csv, json and html)
 
 
@@ -79,12 +81,19 @@ def as_html(title: str, rows: list[dict]) -> str:
         if isinstance(r.get("throughput"), (int, float)):
             groups.setdefault(series_key(r), []).append(r)
     plots = "\n".join(f"<h2>{escape(name)}</h2>\n{svg(points)}" for name, points in groups.items())
-    head = "".join(f"<th>{escape(k)}</th>" for k in SHOWN)
-    body = "\n".join("<tr>" + "".join(f"<td>{escape('' if v is None else str(v))}</td>" for v in plain(r).values())
+    from dnnbench.console import number
+    from dnnbench.results.numbers import fmt
+    head = "".join(f"<th>{escape(k)}</th>" for k in PAGE)
+
+    def cells(r: dict) -> list[str]:
+        started = r["started"].strftime("%Y-%m-%d %H:%M") if isinstance(r.get("started"), datetime) else "-"
+        value = "-" if r.get("throughput") is None else f"{fmt(r['throughput'])} {r.get('unit') or ''}"
+        return [started, *(r.get(k) for k in PAGE[1:-2]), value, number(ci_pct(r))]
+    body = "\n".join("<tr>" + "".join(f"<td>{escape('-' if v is None else str(v))}</td>" for v in cells(r))
                      + "</tr>" for r in rows)
     return (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{escape(title)}</title>\n"
             "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;font-size:small}"
-            "td,th{border:1px solid #ccc;padding:2px 6px;overflow-wrap:anywhere}svg{background:#fafafa}</style>"
+            "td,th{border:1px solid #ccc;padding:2px 6px;max-width:24em;overflow-wrap:break-word}svg{background:#fafafa}</style>"
             f"</head><body>\n<h1>{escape(title)}</h1>\n{plots}\n<table id=\"rows\"><tr>{head}</tr>\n{body}\n</table>\n"
             "</body></html>\n")
 
@@ -106,6 +115,12 @@ def svg(points: list[dict], width: int = 720, height: int = 240) -> str:
              f'<line x1="{pad}" y1="{pad}" x2="{pad}" y2="{height - pad}" stroke="#888"/>',
              f'<text x="2" y="{pad}" font-size="10">{top:.4g}</text>',
              f'<text x="2" y="{height - pad}" font-size="10">0</text>']
+    def label(p: dict) -> str:
+        return escape(str(p.get("image") or (p.get("started") or "-")))[:40]
+    parts.append(f'<text x="{pad}" y="{height - pad + 14}" font-size="10">{label(points[0])}</text>')
+    if n > 1:
+        parts.append(f'<text x="{width - pad}" y="{height - pad + 14}" font-size="10" text-anchor="end">'
+                     f'{label(points[-1])}</text>')
     for i, p in enumerate(points):
         if p.get("ci_low") is not None and p.get("ci_high") is not None:
             parts.append(f'<line class="ci" x1="{x(i):.1f}" y1="{y(p["ci_low"]):.1f}" x2="{x(i):.1f}" '
