@@ -116,7 +116,7 @@ def svg(points: list[dict], width: int = 720, height: int = 240) -> str:
              f'<text x="2" y="{pad}" font-size="10">{top:.4g}</text>',
              f'<text x="2" y="{height - pad}" font-size="10">0</text>']
     def label(p: dict) -> str:
-        return escape(str(p.get("image") or (p.get("started") or "-")))[:40]
+        return escape(str(p.get("image") or (p.get("started") or "-"))[:40])
     parts.append(f'<text x="{pad}" y="{height - pad + 14}" font-size="10">{label(points[0])}</text>')
     if n > 1:
         parts.append(f'<text x="{width - pad}" y="{height - pad + 14}" font-size="10" text-anchor="end">'
