@@ -37,15 +37,7 @@ def prepare(engine) -> None:
     if found is not None and found not in _known():
         raise DnnbenchError(f"it was written by a newer dnnbench (schema {found}; this one knows up to "
                             f"{REVISION}): upgrade dnnbench, or choose another --db")
-    try:
-        _upgrade(engine)
-    except DnnbenchError:
-        raise
-    except Exception:
-        # another process made or migrated the store at the same moment: fine when it is done
-        with engine.connect() as conn:
-            if current(conn) != REVISION:
-                raise
+    _upgrade(engine)
 
 
 def _upgrade(engine) -> None:
@@ -54,10 +46,13 @@ def _upgrade(engine) -> None:
     from sqlalchemy import text
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
-    with engine.begin() as conn:
+    from dnnbench.history.engine import writer
+    # one migration at a time, all of it or none: SQLite's write lock (DDL inside the
+    # transaction), PostgreSQL's advisory lock; whoever comes second finds it done
+    with writer(engine) as conn:
         if conn.dialect.name == "postgresql":
             conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _LOCK_KEY})
-            if current(conn) == REVISION:
-                return
+        if current(conn) == REVISION:
+            return
         config.attributes["connection"] = conn
         command.upgrade(config, "head")

@@ -7,10 +7,8 @@ from contextlib import contextmanager
 from datetime import datetime
 
 from dnnbench.errors import DnnbenchError
-from dnnbench.history import location
+from dnnbench.history import engine, location
 
-BUSY_MS = 30_000        # parallel suite jobs wait their turn instead of failing on a lock
-CONNECT_S = 10          # an unreachable server is named after this, not waited on for minutes
 BATCH = 500
 
 
@@ -31,25 +29,12 @@ def shown(named: str) -> str:
 
 class Store:
     def __init__(self, db: str | None = None, create: bool = True):
-        from sqlalchemy import create_engine, event
         self.name = shown(location.where(db))
         url = location.url(db, create)
         with self.failing():
-            if url.startswith("sqlite"):
-                engine = create_engine(url, connect_args={"timeout": BUSY_MS / 1000})
-
-                @event.listens_for(engine, "connect")
-                def _pragmas(dbapi, _record):
-                    cur = dbapi.cursor()
-                    cur.execute(f"PRAGMA busy_timeout = {BUSY_MS}")
-                    cur.execute("PRAGMA journal_mode = WAL")    # readers never block the writer
-                    cur.execute("PRAGMA synchronous = NORMAL")  # WAL keeps it consistent on a crash
-                    cur.close()
-            else:
-                engine = create_engine(url, connect_args={"connect_timeout": CONNECT_S}, pool_pre_ping=True)
-            self.engine = engine
+            self.engine = engine.make(url)
             from dnnbench.history import schema
-            schema.prepare(engine)
+            schema.prepare(self.engine)
 
     @contextmanager
     def failing(self):
@@ -79,7 +64,7 @@ class Store:
             for start in range(0, len(rows), BATCH):
                 batch = list({r["identity"]: r for r in rows[start:start + BATCH]}.values())
                 same += len(rows[start:start + BATCH]) - len(batch)
-                with self.engine.begin() as conn:
+                with engine.writer(self.engine) as conn:
                     have = dict(conn.execute(select(results.c.identity, results.c.content_hash).where(
                         results.c.identity.in_([r["identity"] for r in batch]))).all())
                     fresh = [r for r in batch if r["identity"] not in have]

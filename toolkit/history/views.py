@@ -85,7 +85,7 @@ def as_html(title: str, rows: list[dict]) -> str:
     from dnnbench.results.numbers import fmt
     head = "".join(f"<th>{escape(k)}</th>" for k in PAGE)
 
-    def cells(r: dict) -> list[str]:
+    def cells(r: dict) -> list:
         started = r["started"].strftime("%Y-%m-%d %H:%M") if isinstance(r.get("started"), datetime) else "-"
         value = "-" if r.get("throughput") is None else f"{fmt(r['throughput'])} {r.get('unit') or ''}"
         return [started, *(r.get(k) for k in PAGE[1:-2]), value, number(ci_pct(r))]
