@@ -155,3 +155,19 @@ def test_history_is_off_when_asked(db, tmp_path):
     finally:
         del os.environ["DNNBENCH_HISTORY"]
     assert not db.exists()
+
+
+SUITE = ("name: hist\ndefaults: {runtime: host, batch_size: 2, options: {warmup: 0, number: 1, repeat: 2}}\n"
+         "jobs:\n  - workload: resnet18\n  - name: pair\n    workload: resnet18\n    parallel: 2\n")
+
+
+def test_suite_jobs_are_recorded_and_parallel_copies_once_as_their_combined_result(db, tmp_path):
+    (tmp_path / "s.yaml").write_text(SUITE)
+    res = dnnbench("suite", "run", tmp_path / "s.yaml", "--results", tmp_path / "out", timeout=900)
+    assert res.returncode == 0 and "history not updated" not in res.stderr, res.stderr[-3000:]
+    listed = _json(dnnbench("history", "list", "-f", "json"))
+    assert sorted(r["job"] for r in listed) == ["pair-bs2", "resnet18-bs2"]
+    combined = json.loads((tmp_path / "out" / "hist" / "pair-bs2" / "r1" / "result.json").read_text())
+    assert len(combined["copies"]) == 1
+    res = dnnbench("history", "import", tmp_path / "out", check=0)
+    assert "0 imported, 2 already there, 0 updated, 0 unreadable (2 parallel copies" in res.stderr, res.stderr

@@ -21,9 +21,14 @@ def import_command(paths: list[Path], db: str | None) -> int:
     from dnnbench.workloads import schema
     skipped: list[tuple[str, str]] = []
     made = []
+    copies = 0
     for path in find_results(paths, skipped):
         try:
-            made.append(row(path, schema.read(str(path))))
+            data = schema.read(str(path))
+            if data.get("copy_of"):    # a suite's parallel copy: its combined result holds it
+                copies += 1
+                continue
+            made.append(row(path, data))
         except ValueError as exc:
             skipped.append((str(path), str(exc).removeprefix(f"{path}: ")))
         except OSError as exc:
@@ -36,7 +41,8 @@ def import_command(paths: list[Path], db: str | None) -> int:
     finally:
         store.close()
     info(f"history {store.name}: {new} imported, {same} already there, {changed} updated, "
-         f"{len(skipped)} unreadable")
+         f"{len(skipped)} unreadable" + (f" ({copies} parallel copies counted in their combined results)"
+                                          if copies else ""))
     return 0
 
 

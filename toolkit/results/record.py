@@ -64,8 +64,9 @@ def finalize(run_dir: Path, *, plan: dict, outcome, command: str, log_tail: list
         amend(data)
     data["verdict"] = verdict.judge(data)   # again here: the host adds the profile's GPU-busy share
     schema.write_atomic(str(path), data)
-    from dnnbench.history.record import record
-    record(path, data)    # never raises: a store problem is one warning line
+    if not plan.get("copy_of"):   # a suite's parallel copy is recorded in its combined result
+        from dnnbench.history.record import record
+        record(path, data)    # never raises: a store problem is one warning line
     return data
 
 
