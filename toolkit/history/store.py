@@ -107,7 +107,7 @@ class Store:
         if limit is not None:
             q = q.limit(limit)
         with self.failing(), self.engine.connect() as conn:
-            return [dict(r) for r in conn.execute(q).mappings()]
+            return [dict(r) for r in conn.execute(q).mappings().all()]
 
     def count(self) -> int:
         from sqlalchemy import func, select
