@@ -6,6 +6,9 @@ from typing import List, Optional
 
 import typer
 
+from dnnbench.cli.harness_options import INJECTED, with_harness_options, with_params
+from dnnbench.cli.runs import IMAGES_PARAMS
+
 DB = typer.Option(None, "--db", help="The store: a SQLite file or a postgresql:// URL (default $DNNBENCH_DB, "
                                      "else ~/.local/share/dnnbench/history.db).")
 FORMAT = typer.Option("table", "--format", "-f", help="table, csv, json or html (a page with the series plotted).")
@@ -106,5 +109,20 @@ def changes(job: Optional[str] = typer.Argument(None, help="One job (default: ev
     raise typer.Exit(changes_command(job, by, fmt, db))
 
 
+@with_params(IMAGES_PARAMS, key="job")
+@with_harness_options()
+def watch(workload: str = typer.Argument(..., help="Workload name (`dnnbench workloads`)."),
+          harness: dict = INJECTED, job: dict = INJECTED):
+    """The job on each image, in release order (`--images A,B,C` or `--bases X..Y`), each result
+    recorded in the history; then the lasting changes over the list, each with its size (95% CI)
+    and what changed. Finished images are read back, not run again (resumable after Ctrl-C).
+    Exit 1 when a release made the job slower, 0 otherwise."""
+    from dnnbench.cli.runs import _images_job
+    from dnnbench.history.watch import watch_command
+    opts, images, bases = _images_job(workload, job, harness)
+    raise typer.Exit(watch_command(opts, images, bases, job["tolerance"]))
+
+
 def register(app: typer.Typer) -> None:
     app.add_typer(history_app, name="history")
+    app.command()(watch)
