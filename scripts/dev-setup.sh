@@ -26,6 +26,8 @@ bash scripts/setup-slurm.sh --nodes 3 \
 # tmux: the screens are read in a real 80x24 terminal
 missing=()
 command -v chromium >/dev/null || missing+=(chromium)
+# the history tests start a throwaway PostgreSQL 15 cluster (tests/postgres.py)
+[ -x /usr/lib/postgresql/15/bin/initdb ] || missing+=(postgresql)
 command -v tmux >/dev/null || missing+=(tmux)
 if [ ${#missing[@]} -gt 0 ]; then
   log "apt-get install ${missing[*]}"

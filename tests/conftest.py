@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,8 @@ from tests.helpers import CA, ROOT, dnnbench, one_builder
 # 288 ms and up to 3048 ms busy; passive: 150 ms busy, 97 ms quiet), and CI must hold on a busy
 # machine.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# Every result the tests make is recorded in a throwaway history store, never the user's own.
+os.environ["DNNBENCH_DB"] = os.path.join(tempfile.mkdtemp(prefix="dnnbench-history-"), "history.db")
 
 TEST_BASE = os.environ.get("DNNBENCH_TEST_BASE") or (ROOT / "scripts" / "test-base.tag").read_text().strip()
 

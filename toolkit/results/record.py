@@ -5,6 +5,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from dnnbench.console import number
+from dnnbench.results.naming import gpu_name
 from dnnbench.workloads import schema, verdict
 
 
@@ -12,7 +13,7 @@ def finalize(run_dir: Path, *, plan: dict, outcome, command: str, log_tail: list
              host_extra: dict | None = None, amend=None) -> dict:
     """The run's result.json, written by the harness or, when it could not (the container never
     started, was killed, timed out), by us; with the host's view of the run added (plus
-    `host_extra`), and `amend(data)` applied last, so the file is written once."""
+    `host_extra`), and `amend(data)` applied last, so the file is written once; then recorded in the history."""
     path = run_dir / schema.RESULT_FILE
     data = None
     if path.exists():
@@ -66,17 +67,10 @@ def finalize(run_dir: Path, *, plan: dict, outcome, command: str, log_tail: list
         amend(data)
     data["verdict"] = verdict.judge(data)   # again here: the host adds the profile's GPU-busy share
     schema.write_atomic(str(path), data)
+    if not plan.get("copy_of"):   # a suite's parallel copy is recorded in its combined result
+        from dnnbench.history.record import record
+        record(path, data)    # never raises: a store problem is one warning line
     return data
-
-
-def gpu_model(data: dict) -> str:
-    gpus = (data.get("system") or {}).get("gpus") or []
-    return ", ".join(sorted({g.get("name", "?") for g in gpus})) or "CPU"
-
-
-def gpu_name(data: dict) -> str:
-    gpus = (data.get("system") or {}).get("gpus") or []
-    return f"{len(gpus)} x {gpu_model(data)}" if gpus else "CPU"
 
 
 def verdict_of(data: dict) -> dict:

@@ -20,7 +20,8 @@ from dnnbench.results import baseline as baseline_mod, fleet, numbers
 from dnnbench.results.formats import View, format_of
 from dnnbench.results.formats.cells import fmt as _fmt
 from dnnbench.results.job_names import column_name
-from dnnbench.results.record import gpu_model, gpu_name, verdict_of
+from dnnbench.results.naming import gpu_model, gpu_name, job_name
+from dnnbench.results.record import verdict_of
 
 
 
@@ -114,15 +115,6 @@ def read_results(paths: list[Path], strict: bool = False) -> list[tuple[Path, di
         raise DnnbenchError(f"no readable {schema.RESULT_FILE} under {', '.join(map(str, paths))}"
                             + (f" ({len(skipped)} skipped, named above)" if skipped else ""))
     return results
-
-
-def job_name(data: dict) -> str:
-    opts = data.get("options") or {}
-    if data.get("job"):
-        return data["job"]
-    amp = opts.get("amp") or "none"
-    return (f"{data['workload']}-bs{opts.get('batch_size', '?')}" + ("" if amp == "none" else f"-{amp}")
-            + (f"-x{data.get('world_size')}" if data.get("world_size", 1) > 1 else ""))
 
 
 def rate(data: dict) -> float | None:

@@ -53,6 +53,7 @@ class RunPlan:
     notes: list[str] = field(default_factory=list)  # what the engine would not grant, said in the result
     nproc: int = 1                    # processes (torchrun) on this node
     resume: bool = False              # `train --resume`: the folder holds an interrupted run to continue
+    copy_of: str | None = None        # a suite's parallel copy: the history records the combined result instead
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -240,6 +240,7 @@ def _execute_one(run: Run, suite_dir: Path, overrides: dict, resume: bool = Fals
         plan = plan_of(run, _options(run, results=suite_dir, run_id=f"{run.run_id}/{label}", overrides=overrides,
                                      gpus=gpu, cpuset=cpuset, memory=memory))
         plan.job = run.job
+        plan.copy_of = run.run_id
         plans.append(plan)
     outcomes: list = [None] * len(plans)
 
@@ -263,6 +264,8 @@ def _execute_one(run: Run, suite_dir: Path, overrides: dict, resume: bool = Fals
             own["copy_of"] = run.run_id
             schema.write_atomic(str(path), own)
     schema.write_atomic(str(suite_dir / run.run_id / schema.RESULT_FILE), combined)
+    from dnnbench.history.record import record
+    record(suite_dir / run.run_id / schema.RESULT_FILE, combined)   # the copies, as one result (never raises)
     return combined["status"], max((o[1] for o in outcomes if o), default=1)
 
 

@@ -1,0 +1,173 @@
+"""The results history: a real SQLite store (a file in tmp), real result files, the real CLI."""
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import ROOT, dnnbench, one_line_error
+
+RECORDED = ROOT / "tests" / "fixtures" / "results" / "cpu-suite"
+COUNT = len(list(RECORDED.rglob("result.json")))
+
+
+@pytest.fixture
+def db(tmp_path, monkeypatch):
+    path = tmp_path / "store" / "history.db"
+    monkeypatch.setenv("DNNBENCH_DB", str(path))
+    return path
+
+
+def rows(path: Path) -> list[tuple]:
+    with sqlite3.connect(path) as conn:
+        return conn.execute("SELECT identity, job, kind, throughput FROM results").fetchall()
+
+
+def test_a_store_is_made_migrated_and_records_each_result_once(db):
+    from dnnbench.history.facts import row
+    from dnnbench.history.schema import REVISION
+    from dnnbench.history.store import Store
+    from dnnbench.workloads import schema
+    files = sorted(RECORDED.rglob("result.json"))
+    made = [row(p, schema.read(str(p))) for p in files]
+    store = Store()
+    assert store.add(made) == (COUNT, 0, 0)
+    assert store.add(made + made) == (0, 2 * COUNT, 0)
+    store.close()
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert conn.execute("SELECT version_num FROM alembic_version").fetchone()[0] == REVISION
+    assert len(rows(db)) == COUNT
+
+
+def test_an_older_store_is_migrated_in_place(db):
+    from alembic import command
+    from alembic.config import Config
+    from sqlalchemy import create_engine, inspect
+
+    from dnnbench.history.schema import MIGRATIONS, REVISION
+    from dnnbench.history.store import Store
+    db.parent.mkdir()
+    engine = create_engine(f"sqlite:///{db}")
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    with engine.begin() as conn:
+        config.attributes["connection"] = conn
+        command.upgrade(config, "r0001")
+    assert "ix_results_job_gpu" not in {i["name"] for i in inspect(engine).get_indexes("results")}
+    Store().close()
+    assert "ix_results_job_gpu" in {i["name"] for i in inspect(engine).get_indexes("results")}
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT version_num FROM alembic_version").fetchone()[0] == REVISION
+
+
+SCRIPTS = ROOT / "tests" / "fixtures" / "scripts"
+TIMING = ["--warmup", "1", "--number", "2", "--repeat", "3"]
+
+
+def _json(res) -> list:
+    assert res.returncode == 0, res.stderr
+    return json.loads(res.stdout)
+
+
+def test_a_run_is_recorded_where_its_result_is_finalized_and_listed(db, tmp_path):
+    res = dnnbench("run", "--script", SCRIPTS / "plain_loop.py", "--runtime", "host", "--results", tmp_path,
+                   "--run-id", "h1", "--unit", "samples", *TIMING)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert "history not updated" not in res.stderr
+    listed = _json(dnnbench("history", "list", "--format", "json"))
+    assert [(r["run_id"], r["kind"], r["status"]) for r in listed] == [("h1", "script", "ok")]
+    assert listed[0]["path"] == str(tmp_path / "h1" / "result.json") and listed[0]["throughput"] > 0
+    # importing the same folder afterwards finds it already there: nothing recorded twice
+    res = dnnbench("history", "import", tmp_path, check=0)
+    assert "0 imported, 1 already there" in res.stderr
+    assert len(_json(dnnbench("history", "list", "--format", "json"))) == 1
+
+
+@pytest.mark.parametrize("plant", ["folder", "fifo", "link", "under a file", "read-only", "not a database"])
+def test_a_bad_store_never_fails_a_run_one_warning_line(plant, tmp_path, monkeypatch):
+    store = tmp_path / "store" / "history.db"
+    store.parent.mkdir()
+    if plant == "folder":
+        store.mkdir()
+    elif plant == "fifo":
+        os.mkfifo(store)
+    elif plant == "link":
+        store.symlink_to(tmp_path / "elsewhere.db")
+    elif plant == "under a file":
+        store.parent.rmdir()
+        store.parent.write_text("a file where the store's folder should be")
+    elif plant == "not a database":
+        store.write_bytes(b"\x00garbage" * 1000)
+    named = str(store)
+    if plant == "read-only":   # a store the user may read but not write (SQLite's own read-only mode)
+        dnnbench("history", "import", RECORDED, env={"DNNBENCH_DB": str(store)}, check=0)
+        named = f"sqlite:///file:{store}?mode=ro&uri=true"
+    monkeypatch.setenv("DNNBENCH_DB", named)
+    res = dnnbench("run", "--script", SCRIPTS / "plain_loop.py", "--runtime", "host", "--results", tmp_path,
+                   "--run-id", "h2", "--unit", "samples", *TIMING)
+    assert res.returncode == 0, res.stderr[-3000:]
+    warned = [line for line in res.stderr.splitlines() if "history not updated" in line]
+    assert len(warned) == 1 and warned[0].startswith("warning: history not updated: history store"), res.stderr
+    assert json.loads((tmp_path / "h2" / "result.json").read_text())["status"] == "ok"
+
+
+def test_import_counts_and_the_queries(db, tmp_path):
+    bad = tmp_path / "bad" / "x"
+    bad.mkdir(parents=True)
+    (bad / "result.json").write_text("{not json")
+    res = dnnbench("history", "import", RECORDED, tmp_path / "bad", check=0)
+    assert f"{COUNT} imported, 0 already there, 0 updated, 1 unreadable" in res.stderr
+    assert len([line for line in res.stderr.splitlines() if line.startswith("warning: skipped")]) == 1
+    every = _json(dnnbench("history", "list", "-f", "json"))
+    assert len(every) == COUNT
+    assert {r["job"] for r in _json(dnnbench("history", "list", "--job", "resnet18-bs4", "-f", "json"))} == {"resnet18-bs4"}
+    assert _json(dnnbench("history", "list", "--since", "1m", "-f", "json")) == []
+    assert len(_json(dnnbench("history", "list", "--since", "2026-11-01", "--until", "2100-01-01", "-f", "json"))) == COUNT
+    assert _json(dnnbench("history", "list", "--torch", "2.1", "-f", "json")) == []     # 2.1 is not 2.14
+    assert len(_json(dnnbench("history", "list", "--torch", "2.14", "--gpu", "CPU", "-f", "json"))) == COUNT
+    csv_text = dnnbench("history", "list", "-f", "csv", check=0).stdout
+    assert csv_text.splitlines()[0].startswith("started,job,") and len(csv_text.splitlines()) == COUNT + 1
+    table = dnnbench("history", env={"COLUMNS": "80"}, check=0).stdout
+    assert "resnet18-bs4" in table and max(len(line) for line in table.splitlines()) <= 80
+    series = dnnbench("history", "series", "resnet18-bs4", "--by", "time", "-f", "json", check=0)
+    assert len(json.loads(series.stdout)) == 2
+    one_line_error(dnnbench("history", "series", "nosuchjob"), "no ok result of job 'nosuchjob'")
+    one_line_error(dnnbench("history", "list", "--since", "last tuesday"), "--since")
+    peers = json.loads(dnnbench("history", "peers", RECORDED / "resnet18-bs4" / "r1", "--json", check=0).stdout)
+    assert peers["n"] == 1 and peers["percentile"] in (0.0, 100.0) and peers["gpu"] == "CPU"
+    assert dnnbench("history", "changes", check=0).stdout.startswith("no lasting change")
+
+
+def test_nothing_recorded_yet_is_an_empty_history_not_an_error(db):
+    res = dnnbench("history", check=0)
+    assert "does not exist (nothing recorded yet)" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_history_is_off_when_asked(db, tmp_path):
+    from dnnbench.history.record import record
+    os.environ["DNNBENCH_HISTORY"] = "off"
+    try:
+        assert record(tmp_path / "result.json", {"run_id": "x"}) is False
+    finally:
+        del os.environ["DNNBENCH_HISTORY"]
+    assert not db.exists()
+
+
+SUITE = ("name: hist\ndefaults: {runtime: host, batch_size: 2, options: {warmup: 0, number: 1, repeat: 2}}\n"
+         "jobs:\n  - workload: resnet18\n  - name: pair\n    workload: resnet18\n    parallel: 2\n")
+
+
+def test_suite_jobs_are_recorded_and_parallel_copies_once_as_their_combined_result(db, tmp_path):
+    (tmp_path / "s.yaml").write_text(SUITE)
+    res = dnnbench("suite", "run", tmp_path / "s.yaml", "--results", tmp_path / "out", timeout=900)
+    assert res.returncode == 0 and "history not updated" not in res.stderr, res.stderr[-3000:]
+    listed = _json(dnnbench("history", "list", "-f", "json"))
+    assert sorted(r["job"] for r in listed) == ["pair-bs2", "resnet18-bs2"]
+    combined = json.loads((tmp_path / "out" / "hist" / "pair-bs2" / "r1" / "result.json").read_text())
+    assert len(combined["copies"]) == 1
+    res = dnnbench("history", "import", tmp_path / "out", check=0)
+    assert "0 imported, 2 already there, 0 updated, 0 unreadable (2 parallel copies" in res.stderr, res.stderr

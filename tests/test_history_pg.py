@@ -1,0 +1,114 @@
+"""The history on a real PostgreSQL server (a throwaway cluster on a Unix socket, never a
+mock): recording, import, queries, two machines writing at once, a wrong password, and the
+server stopped under a run."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.helpers import ROOT, dnnbench, one_line_error
+from tests.history_results import write
+from tests.postgres import Cluster
+
+SCRIPTS = ROOT / "tests" / "fixtures" / "scripts"
+TIMING = ["--warmup", "1", "--number", "2", "--repeat", "3"]
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    c = Cluster()
+    yield c
+    c.close()
+
+
+@pytest.fixture
+def pg(cluster, monkeypatch):
+    """A fresh, empty database on the cluster for each test."""
+    from sqlalchemy import create_engine, text
+    engine = create_engine(cluster.url().replace("postgresql://", "postgresql+psycopg://"))
+    with engine.begin() as conn:
+        conn.execute(text("DROP TABLE IF EXISTS results"))
+        conn.execute(text("DROP TABLE IF EXISTS alembic_version"))
+    engine.dispose()
+    monkeypatch.setenv("DNNBENCH_DB", cluster.url())
+    return cluster.url()
+
+
+def _json(res):
+    assert res.returncode == 0, res.stderr
+    return json.loads(res.stdout)
+
+
+def test_record_import_and_query_on_postgresql(pg, tmp_path):
+    res = dnnbench("run", "--script", SCRIPTS / "plain_loop.py", "--runtime", "host", "--results", tmp_path / "runs",
+                   "--run-id", "pg1", "--unit", "samples", *TIMING)
+    assert res.returncode == 0 and "history not updated" not in res.stderr, res.stderr[-3000:]
+    for i in range(9):
+        write(tmp_path / "r", i, 1000 * (0.9 if i >= 5 else 1.0), image=f"local:rel-4.{i}",
+              pytorch="2.5.1" if i >= 5 else "2.4.1")
+    res = dnnbench("history", "import", tmp_path / "r", tmp_path / "runs", check=0)
+    assert "9 imported, 1 already there" in res.stderr, res.stderr
+    assert len(_json(dnnbench("history", "list", "-f", "json"))) == 10
+    assert len(_json(dnnbench("history", "list", "--torch", "2.5", "-f", "json"))) == 4
+    assert [r["run_id"] for r in _json(dnnbench("history", "--job", "resnet50-bs64", "--since", "2026-10-01T03:00Z",
+                                                "--until", "2026-10-01T05:00Z", "-f", "json"))] == [
+        "h0003-node1", "h0004-node1"]
+    found = json.loads(dnnbench("history", "changes", "resnet50-bs64", "-f", "json", check=1).stdout)
+    assert [(c["before"]["image"], c["after"]["image"]) for c in found] == [("local:rel-4.4", "local:rel-4.5")]
+    # the password never reaches the screen
+    assert "s3cret" not in res.stderr and "***" in res.stderr
+
+
+WRITER = """
+import sys
+from pathlib import Path
+from dnnbench.history.facts import row
+from dnnbench.history.store import Store
+from dnnbench.workloads import schema
+paths = sorted(Path(sys.argv[2]).rglob("result.json"))
+rows = [row(p, schema.read(str(p))) for p in paths]
+store = Store(sys.argv[1])
+for r in rows:               # one result at a time, as runs finish: the most interleaving
+    store.add([r])
+store.close()
+"""
+
+
+def test_two_machines_writing_at_once_are_both_seen_and_nothing_twice(pg, tmp_path):
+    for i in range(40):
+        write(tmp_path / "a", i, 1000, host="nodeA")
+        write(tmp_path / "b", i, 900, host="nodeB")
+    for i in range(20):      # results both machines hold (a shared results folder): recorded once
+        write(tmp_path / "a", 100 + i, 800, host="shared")
+        write(tmp_path / "b", 100 + i, 800, host="shared")
+    procs = [subprocess.Popen([sys.executable, "-c", WRITER, pg, str(tmp_path / side)], stderr=subprocess.PIPE,
+                              text=True) for side in ("a", "b")]
+    for p in procs:
+        _, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err
+    listed = _json(dnnbench("history", "list", "-f", "json"))
+    hosts = [r["host"] for r in listed]
+    assert (hosts.count("nodeA"), hosts.count("nodeB"), hosts.count("shared")) == (40, 40, 20)
+
+
+def test_a_wrong_password_is_one_line(pg, cluster):
+    line = one_line_error(dnnbench("history", "--db", cluster.url("wrong")), "history store postgresql://postgres:***@")
+    assert "password authentication failed" in line and "wrong" not in line
+
+
+def test_the_server_stopped_under_a_run_costs_one_warning_line(pg, cluster, tmp_path):
+    cluster.stop()
+    try:
+        res = dnnbench("run", "--script", SCRIPTS / "plain_loop.py", "--runtime", "host", "--results", tmp_path,
+                       "--run-id", "pg2", "--unit", "samples", *TIMING)
+    finally:
+        cluster.start()
+    assert res.returncode == 0, res.stderr[-3000:]
+    warned = [line for line in res.stderr.splitlines() if "history not updated" in line]
+    assert len(warned) == 1 and "history store postgresql://postgres:***@" in warned[0], res.stderr
+    assert json.loads((tmp_path / "pg2" / "result.json").read_text())["status"] == "ok"
+    # the import catches up afterwards
+    assert "1 imported" in dnnbench("history", "import", tmp_path, check=0).stderr

@@ -1,0 +1,45 @@
+"""`dnnbench watch` on real images: six releases of the test image, the fourth and later with
+a slower optimizer step (as tests/test_bisect.py builds them), watched end to end."""
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from tests.helpers import dnnbench, one_line_error
+from tests.test_bisect import GOOD, SLOW, TINY, WORKLOAD, _release
+
+pytestmark = pytest.mark.engine
+
+
+@pytest.fixture(scope="module")
+def releases(built_image, tmp_path_factory):
+    root = tmp_path_factory.mktemp("watched")
+    made = [_release(built_image, root, f"w{i}", SLOW if i >= 4 else GOOD) for i in range(1, 7)]
+    yield made
+    subprocess.run(["docker", "rmi", "-f", *made], capture_output=True)
+
+
+def test_watch_names_the_slower_release_records_each_once_and_resumes(releases, tmp_path, monkeypatch):
+    monkeypatch.setenv("DNNBENCH_DB", str(tmp_path / "history.db"))
+    args = ["watch", WORKLOAD, "--images", ",".join(releases), "--results", tmp_path, "--run-id", "w",
+            "--tolerance", "0.1", *TINY]
+    res = dnnbench(*args, timeout=1800)
+    assert res.returncode == 1, res.stdout + res.stderr          # a release made it slower
+    lines = res.stdout.splitlines()
+    assert lines[0].startswith("slower: -") and lines[0].endswith(f"from {releases[3]}, after {releases[2]}"), lines
+    assert f"  image: {releases[2]} -> {releases[3]}" in lines
+    listed = json.loads(dnnbench("history", "-f", "json", check=0).stdout)
+    assert sorted(r["image"] for r in listed) == sorted(releases)
+    # again: every image read back, none run, none recorded twice, the same verdict
+    again = dnnbench(*args, timeout=600)
+    assert again.returncode == 1 and "measuring" not in again.stderr, again.stderr
+    assert len(json.loads(dnnbench("history", "-f", "json", check=0).stdout)) == len(releases)
+
+
+def test_watch_refuses_an_unusable_store_before_any_run(releases, tmp_path, monkeypatch):
+    monkeypatch.setenv("DNNBENCH_DB", str(tmp_path))
+    one_line_error(dnnbench("watch", WORKLOAD, "--images", ",".join(releases[:2]), "--results", tmp_path / "r",
+                            *TINY), "is a folder, not a database file")
+    assert not (tmp_path / "r").exists()

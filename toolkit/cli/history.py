@@ -1,0 +1,128 @@
+"""Commands of the results history: list, import, series, peers, changes."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from dnnbench.cli.harness_options import INJECTED, with_harness_options, with_params
+from dnnbench.cli.runs import IMAGES_PARAMS
+
+DB = typer.Option(None, "--db", help="The store: a SQLite file or a postgresql:// URL (default $DNNBENCH_DB, "
+                                     "else ~/.local/share/dnnbench/history.db).")
+FORMAT = typer.Option("table", "--format", "-f", help="table, csv, json or html (a page with the series plotted).")
+OUTPUT = typer.Option(None, "--output", "-o", help="Write here instead of stdout (csv, json, html).")
+WIDE = typer.Option(False, "--wide", help="The table with every column, however wide.")
+
+history_app = typer.Typer(
+    help="The results history: every result dnnbench writes is also recorded in a database "
+         "(SQLite by default, PostgreSQL for a team). Without a subcommand: the results, filtered "
+         "by the options below (as `history list`).",
+    invoke_without_command=True)
+
+
+def _by(value: str) -> str:
+    if value not in ("release", "time"):
+        raise typer.BadParameter("choose release or time")
+    return value
+
+
+JOB = typer.Option(None, "--job", help="One job (as the report names it).")
+WORKLOAD = typer.Option(None, "--workload", help="One workload (every job of it).")
+IMAGE = typer.Option(None, "--image", help="One image (as run named it).")
+BASE = typer.Option(None, "--base", help="One base (ngc-24.10, local:IMAGE...).")
+TORCH = typer.Option(None, "--torch", help="PyTorch version or prefix (2.4 finds 2.4.1).")
+CUDA = typer.Option(None, "--cuda", help="CUDA version or prefix.")
+HOST = typer.Option(None, "--host", help="One host name.")
+GPU = typer.Option(None, "--gpu", help="One GPU model (as the result names it; CPU for none).")
+SINCE = typer.Option(None, "--since", help="From: an age (4w, 3d, 12h) or a date.")
+UNTIL = typer.Option(None, "--until", help="Before: an age or a date.")
+
+
+def _list(job, workload, image, base, torch, cuda, host, gpu, since, until, fmt, output, wide, db) -> int:
+    from dnnbench.history import when
+    from dnnbench.history.commands import list_command
+    filters = dict(job=job, workload=workload, image=image, base=base, pytorch=torch, cuda=cuda, host=host,
+                   gpu=gpu, since=when.parse(since, "--since"), until=when.parse(until, "--until"))
+    return list_command(filters, fmt, output, wide, db)
+
+
+@history_app.callback()
+def _default(ctx: typer.Context, job: Optional[str] = JOB, workload: Optional[str] = WORKLOAD,
+             image: Optional[str] = IMAGE, base: Optional[str] = BASE, torch: Optional[str] = TORCH,
+             cuda: Optional[str] = CUDA, host: Optional[str] = HOST, gpu: Optional[str] = GPU,
+             since: Optional[str] = SINCE, until: Optional[str] = UNTIL, fmt: str = FORMAT,
+             output: Optional[Path] = OUTPUT, wide: bool = WIDE, db: Optional[str] = DB):
+    if ctx.invoked_subcommand is None:
+        raise typer.Exit(_list(job, workload, image, base, torch, cuda, host, gpu, since, until, fmt, output, wide, db))
+
+
+@history_app.command("list")
+def list_results(job: Optional[str] = JOB, workload: Optional[str] = WORKLOAD, image: Optional[str] = IMAGE,
+                 base: Optional[str] = BASE, torch: Optional[str] = TORCH, cuda: Optional[str] = CUDA,
+                 host: Optional[str] = HOST, gpu: Optional[str] = GPU, since: Optional[str] = SINCE,
+                 until: Optional[str] = UNTIL, fmt: str = FORMAT, output: Optional[Path] = OUTPUT,
+                 wide: bool = WIDE, db: Optional[str] = DB):
+    """Recorded results, oldest first, with each one's throughput and 95% CI, filtered (the same
+    as `dnnbench history` with these options)."""
+    raise typer.Exit(_list(job, workload, image, base, torch, cuda, host, gpu, since, until, fmt, output, wide, db))
+
+
+@history_app.command("import")
+def import_results(results: List[Path] = typer.Argument(..., help="Result files or folders (searched for result.json)."),
+                   db: Optional[str] = DB):
+    """Record results from existing folders (a backfill, or what a run could not record): each
+    result once, by its identity and content; counts of imported, already there, updated and
+    unreadable files."""
+    from dnnbench.history.commands import import_command
+    raise typer.Exit(import_command(results, db))
+
+
+@history_app.command("series")
+def series(job: str = typer.Argument(..., help="The job."),
+           by: str = typer.Option("release", "--by", callback=_by, help="release (images by version) or time."),
+           gpu: Optional[str] = typer.Option(None, "--gpu", help="One GPU model."),
+           fmt: str = FORMAT, output: Optional[Path] = OUTPUT, wide: bool = WIDE, db: Optional[str] = DB):
+    """One job's ok results in order: across images (release order) or across time."""
+    from dnnbench.history.commands import series_command
+    raise typer.Exit(series_command(job, by, gpu, fmt, output, wide, db))
+
+
+@history_app.command("peers")
+def peers(result: Path = typer.Argument(..., help="A run folder or its result.json."),
+          as_json: bool = typer.Option(False, "--json", help="The figures as JSON."), db: Optional[str] = DB):
+    """Is this number normal? Where one result falls among the store's results of the same job on
+    the same GPU model: percentile, median, range, n."""
+    from dnnbench.history.commands import peers_command
+    raise typer.Exit(peers_command(result, as_json, db))
+
+
+@history_app.command("changes")
+def changes(job: Optional[str] = typer.Argument(None, help="One job (default: every job)."),
+            by: str = typer.Option("release", "--by", callback=_by, help="release (images by version) or time."),
+            fmt: str = typer.Option("table", "--format", "-f", help="table or json."), db: Optional[str] = DB):
+    """Lasting changes in each job's series (per GPU model): where, by how much (95% CI), and what
+    changed between the two sides (image, PyTorch, CUDA, cuDNN, NCCL, driver). One outlier is
+    not a change. Exit 1 when a change is a slowdown beyond its CI."""
+    from dnnbench.history.commands import changes_command
+    raise typer.Exit(changes_command(job, by, fmt, db))
+
+
+@with_params(IMAGES_PARAMS, key="job")
+@with_harness_options()
+def watch(workload: str = typer.Argument(..., help="Workload name (`dnnbench workloads`)."),
+          harness: dict = INJECTED, job: dict = INJECTED):
+    """The job on each image, in release order (`--images A,B,C` or `--bases X..Y`), each result
+    recorded in the history; then the lasting changes over the list, each with its size (95% CI)
+    and what changed. Finished images are read back, not run again (resumable after Ctrl-C).
+    Exit 1 when a release made the job slower, 0 otherwise."""
+    from dnnbench.cli.runs import _images_job
+    from dnnbench.history.watch import watch_command
+    opts, images, bases = _images_job(workload, job, harness)
+    raise typer.Exit(watch_command(opts, images, bases, job["tolerance"]))
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(history_app, name="history")
+    app.command()(watch)

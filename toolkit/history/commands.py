@@ -1,0 +1,201 @@
+"""What the `dnnbench history` commands do (toolkit/cli/history.py only wires them)."""
+from __future__ import annotations
+
+import re
+import statistics
+from pathlib import Path
+
+from dnnbench.errors import DnnbenchError
+
+
+def _store(db: str | None, create: bool = False):
+    from dnnbench.history.store import Store
+    return Store(db, create=create)
+
+
+def import_command(paths: list[Path], db: str | None) -> int:
+    """Backfill: every result under `paths` recorded once; counts of each outcome."""
+    from dnnbench.console import info, warn
+    from dnnbench.history.facts import row
+    from dnnbench.results.report import find_results
+    from dnnbench.workloads import schema
+    skipped: list[tuple[str, str]] = []
+    made = []
+    copies = 0
+    for path in find_results(paths, skipped):
+        try:
+            data = schema.read(str(path))
+            if data.get("copy_of"):    # a suite's parallel copy: its combined result holds it
+                copies += 1
+                continue
+            made.append(row(path, data))
+        except ValueError as exc:
+            skipped.append((str(path), str(exc).removeprefix(f"{path}: ")))
+        except OSError as exc:
+            skipped.append((str(path), f"cannot read it: {exc.strerror or exc}"))
+    for name, why in skipped:
+        warn(f"skipped {name}: {why}")
+    store = _store(db, create=True)
+    try:
+        new, same, changed = store.add(made)
+    finally:
+        store.close()
+    info(f"history {store.name}: {new} imported, {same} already there, {changed} updated, "
+         f"{len(skipped)} unreadable" + (f" ({copies} parallel copies counted in their combined results)"
+                                          if copies else ""))
+    return 0
+
+
+def _release_key(row: dict) -> tuple:
+    """Images in release order: by the numbers in the base or image name (ngc-24.10 after
+    ngc-24.05), then by when the result was taken."""
+    name = row.get("base") or row.get("image") or ""
+    return (tuple(int(x) for x in re.findall(r"\d+", name)[:6]), name, row.get("started") or 0)
+
+
+def ordered(rows: list[dict], by: str) -> list[dict]:
+    if by == "release":
+        return sorted(rows, key=_release_key)
+    return rows      # the store returns them oldest first
+
+
+def show(rows: list[dict], fmt: str, title: str, output: Path | None, wide: bool) -> None:
+    from dnnbench.history import views
+    if fmt not in views.FORMATS:
+        raise DnnbenchError(f"unknown format {fmt!r}: choose {', '.join(views.FORMATS)}")
+    if fmt == "table":
+        if output is not None:
+            raise DnnbenchError("--output needs --format csv, json or html")
+        views.table(title, rows, wide)
+        return
+    text = {"csv": views.as_csv, "json": views.as_json}[fmt](rows) if fmt != "html" else views.as_html(title, rows)
+    views.dump(text, output)
+
+
+def list_command(filters: dict, fmt: str, output: Path | None, wide: bool, db: str | None) -> int:
+    from dnnbench.history.location import NoStore
+    try:
+        store = _store(db)
+    except NoStore as exc:   # nothing recorded yet is an empty history, not a mistake
+        from dnnbench.console import info
+        info(str(exc))
+        return 0
+    try:
+        rows = store.select(**filters)
+    finally:
+        store.close()
+    show(rows, fmt, f"dnnbench history: {len(rows)} result(s)", output, wide)
+    return 0
+
+
+def series_command(job: str, by: str, gpu: str | None, fmt: str, output: Path | None, wide: bool,
+                   db: str | None) -> int:
+    store = _store(db)
+    try:
+        rows = [r for r in store.select(job=job, gpu=gpu) if r.get("status") == "ok"]
+    finally:
+        store.close()
+    if not rows:
+        raise DnnbenchError(f"no ok result of job {job!r} in the history" + (f" on {gpu}" if gpu else ""))
+    show(ordered(rows, by), fmt, f"{job}: {len(rows)} result(s) in {'release' if by == 'release' else 'time'} order",
+         output, wide)
+    return 0
+
+
+def percentile(value: float, others: list[float]) -> float:
+    """Where value falls among others: the share below it, ties counting half (in %)."""
+    below = sum(1 for v in others if v < value) + 0.5 * sum(1 for v in others if v == value)
+    return below / len(others) * 100
+
+
+def peers_command(result: Path, as_json: bool, db: str | None) -> int:
+    """One result against the store's results of the same job on the same GPU model."""
+    from rich.text import Text
+
+    from dnnbench.console import out
+    from dnnbench.history import views
+    from dnnbench.history.facts import row
+    from dnnbench.results.numbers import fmt
+    from dnnbench.workloads import schema
+    path = result / schema.RESULT_FILE if result.is_dir() else result
+    try:
+        mine = row(path, schema.read(str(path)))
+    except ValueError as exc:
+        raise DnnbenchError(str(exc)) from None
+    except OSError as exc:
+        raise DnnbenchError(f"{path}: cannot read it: {exc.strerror or exc}") from None
+    if not isinstance(mine.get("throughput"), (int, float)):
+        raise DnnbenchError(f"{path}: no throughput to compare (status {mine.get('status')})")
+    store = _store(db)
+    try:
+        peers = [r["throughput"] for r in store.select(job=mine["job"], gpu=mine["gpu"], status="ok")
+                 if r["identity"] != mine["identity"] and isinstance(r.get("throughput"), (int, float))]
+    finally:
+        store.close()
+    facts = {"job": mine["job"], "gpu": mine["gpu"], "throughput": mine["throughput"], "unit": mine["unit"],
+             "ci95_pct": views.ci_pct(mine), "n": len(peers)}
+    if peers:
+        median = statistics.median(peers)
+        facts.update(median=median, percentile=percentile(mine["throughput"], peers),
+                     vs_median_pct=(mine["throughput"] / median - 1) * 100 if median else None,
+                     low=min(peers), high=max(peers))
+    if as_json:
+        views.dump(views.json_text(facts), None)
+        return 0
+    unit = mine.get("unit") or ""
+    out.print(Text(f"{views.name(mine['job'])} on {views.name(mine['gpu'])}: {fmt(mine['throughput'])} "
+                   f"{views.name(unit)}"))
+    if not peers:
+        out.print(Text("no peers in the history yet (same job, same GPU model)"))
+        return 0
+    out.print(Text(f"peers: {len(peers)} result(s) of the same job on the same GPU model; median "
+                   f"{fmt(facts['median'])} {unit}, range {fmt(facts['low'])} to {fmt(facts['high'])}"))
+    out.print(Text(f"this result: percentile {facts['percentile']:.0f} ({facts['vs_median_pct']:+.1f} % "
+                   f"against the median)"))
+    return 0
+
+
+def changes_command(job: str | None, by: str, fmt: str, db: str | None) -> int:
+    """Lasting changes in each job's series (per GPU model); exit 1 when one is a slowdown
+    whose whole 95 % CI lies below no change."""
+    from rich.text import Text
+
+    from dnnbench.console import out
+    from dnnbench.history import views
+    from dnnbench.history.changes import changes
+    store = _store(db)
+    try:
+        rows = store.select(job=job, status="ok")
+    finally:
+        store.close()
+    if job is not None and not rows:
+        raise DnnbenchError(f"no ok result of job {job!r} in the history")
+    series: dict[tuple, list[dict]] = {}
+    for r in rows:
+        series.setdefault((r["job"], r["gpu"]), []).append(r)
+    found = []
+    for (name, gpu), points in series.items():
+        for c in changes(ordered(points, by)):
+            found.append({"job": name, "gpu": gpu, "change_pct": c.pct, "ci95_low_pct": (c.low - 1) * 100,
+                          "ci95_high_pct": (c.high - 1) * 100, "p": c.p, "before": views.plain(c.before),
+                          "after": views.plain(c.after), "changed": c.facts, "points": len(points)})
+    slower = any(f["ci95_high_pct"] < 0 for f in found)
+    if fmt == "json":
+        views.dump(views.json_text(found), None)
+        return 1 if slower else 0
+    if fmt != "table":
+        raise DnnbenchError(f"unknown format {fmt!r}: choose table or json")
+    from dnnbench.console import visible
+
+    def side(p: dict) -> str:
+        return f"{views.name(p.get('image') or '-')} ({(p.get('started') or '-')[:16].replace('T', ' ')})"
+    for f in found:
+        lines = [f"{views.name(f['job'])} on {views.name(f['gpu'])}: {f['change_pct']:+.1f} % (95 % CI "
+                 f"{f['ci95_low_pct']:+.1f} to {f['ci95_high_pct']:+.1f} %, p {f['p']:.3f})",
+                 f"  before: {side(f['before'])}", f"  after:  {side(f['after'])}"]
+        lines += [f"  {fact}" for fact in f["changed"]]
+        for line in lines:
+            out.print(Text(visible(line, one_line=True)), soft_wrap=True)
+    if not found:
+        out.print(Text(f"no lasting change in {len(series)} series ({len(rows)} result(s))"))
+    return 1 if slower else 0

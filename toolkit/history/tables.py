@@ -1,0 +1,29 @@
+"""The store's one table: a row per result, holding the facts queries filter and plot on. The
+shape changes only through a migration in migrations/versions (schema.REVISION names the head)."""
+from __future__ import annotations
+
+from sqlalchemy import Column, DateTime, Float, Index, Integer, MetaData, String, Table, Text
+
+metadata = MetaData()
+
+# Names (job, image, host...) are Text: a 10,000-character job name is stored whole. They are
+# indexed through fixed-length hashes (`job_key`), since PostgreSQL refuses an index entry
+# over about 2.7 kB.
+results = Table(
+    "results", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("identity", String(64), nullable=False, unique=True),   # run id + host + start time
+    Column("content_hash", String(64), nullable=False),
+    Column("run_id", Text), Column("kind", String(16)),
+    Column("job", Text), Column("job_key", String(40), nullable=False), Column("workload", Text),
+    Column("status", String(32)), Column("image", Text), Column("digest", Text), Column("base", Text),
+    Column("pytorch", Text), Column("cuda", Text), Column("cudnn", Text), Column("nccl", Text),
+    Column("driver", Text), Column("host", Text), Column("gpu", Text), Column("gpu_count", Integer),
+    Column("started", DateTime), Column("throughput", Float), Column("ci_low", Float),
+    Column("ci_high", Float), Column("unit", Text), Column("path", Text), Column("recorded", DateTime),
+    Index("ix_results_job_started", "job_key", "started"),
+    Index("ix_results_started", "started"),
+    Index("ix_results_job_gpu", "job_key", "gpu"),
+)
+
+COLUMNS = [c.name for c in results.columns if c.name != "id"]

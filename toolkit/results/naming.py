@@ -1,0 +1,22 @@
+"""What a result is called in every output: its job and its GPU model (the report, the run
+summary and the history all name results the same way)."""
+from __future__ import annotations
+
+
+def job_name(data: dict) -> str:
+    opts = data.get("options") or {}
+    if data.get("job"):
+        return data["job"]
+    amp = opts.get("amp") or "none"
+    return (f"{data['workload']}-bs{opts.get('batch_size', '?')}" + ("" if amp == "none" else f"-{amp}")
+            + (f"-x{data.get('world_size')}" if data.get("world_size", 1) > 1 else ""))
+
+
+def gpu_model(data: dict) -> str:
+    gpus = (data.get("system") or {}).get("gpus") or []
+    return ", ".join(sorted({g.get("name", "?") for g in gpus})) or "CPU"
+
+
+def gpu_name(data: dict) -> str:
+    gpus = (data.get("system") or {}).get("gpus") or []
+    return f"{len(gpus)} x {gpu_model(data)}" if gpus else "CPU"
