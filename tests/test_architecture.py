@@ -34,8 +34,12 @@ def imports(name: str, path: Path, known: set[str]) -> set[str]:
                 anchor = package.split(".")
                 anchor = anchor[: len(anchor) - node.level + 1]
                 base = ".".join(anchor + ([base] if base else []))
-            targets.add(base)
-            targets.update(f"{base}.{alias.name}" for alias in node.names)
+            # `from a import b` with a module a.b is `import a.b as b`: an edge to a.b alone;
+            # a name that is no module is the package's own (its __init__)
+            subs = {f"{base}.{alias.name}" for alias in node.names}
+            targets.update(subs)
+            if not subs <= known:
+                targets.add(base)
     # `import a.b.c` also runs a and a.b; only edges to our own modules count
     return {t for t in targets if t in known and t != name}
 
@@ -202,3 +206,80 @@ def test_the_file_layer_check_finds_a_bare_open(tmp_path):
     planted = tmp_path / "m.py"
     planted.write_text('with open(p, "w") as fh:\n    fh.write(x)\nPath(p).write_text("")\nfileio.read_text(p)\n')
     assert sorted(n for n, _ in _calls_around_the_file_layer(planted)) == [1, 3]
+
+
+# The packages of the host side, lowest first: a module imports only its own package and those
+# below it (the engines are part of containers; the container side imports nothing of ours).
+# `dnnbench` itself (its __init__: the version, nothing imported) goes into images with workloads.
+LAYERS = (("dnnbench.workloads", "dnnbench"),
+          ("dnnbench.errors", "dnnbench.console", "dnnbench.names", "dnnbench.locks", "dnnbench.external",
+           "dnnbench.yaml_files"),
+          ("dnnbench.containers", "dnnbench.datasets"), ("dnnbench.profilers",), ("dnnbench.results",),
+          ("dnnbench.runs",), ("dnnbench.cli", "dnnbench.__main__"))
+# Imports that point up, each with its reason (a new one is a design question, not a line here).
+_UPWARD = {("dnnbench.containers.doctor", "dnnbench.runs.gpus"):
+           "`doctor` counts the GPUs as a run would see them (runs/gpus.py reads the same variables)"}
+
+
+def layer_of(module: str) -> int:
+    """The layer of a module: that of the longest LAYERS entry it is or lies under."""
+    found = [(len(entry), i) for i, layer in enumerate(LAYERS) for entry in layer
+             if module == entry or (module.startswith(entry + ".") and entry != "dnnbench")]
+    assert found, f"{module} is in no layer of LAYERS"
+    return max(found)[1]
+
+
+def upward(edges: dict[str, set[str]]) -> list[str]:
+    return sorted(f"{a} -> {b}" for a, targets in edges.items() for b in targets
+                  if layer_of(b) > layer_of(a) and (a, b) not in _UPWARD)
+
+
+def test_no_module_imports_a_package_above_its_own():
+    """Not only no cycles: the package graph points one way (README, Development)."""
+    edges = graph()
+    assert {layer_of(m) for m in edges} == set(range(len(LAYERS)))    # every module placed, no layer empty
+    assert upward(edges) == []
+
+
+def test_the_layer_check_finds_an_upward_import():
+    assert upward({"dnnbench.containers.engines.docker": {"dnnbench.runs.plan"},
+                   "dnnbench.runs.plan": {"dnnbench.containers.engines.docker"}}) == \
+        ["dnnbench.containers.engines.docker -> dnnbench.runs.plan"]
+    assert upward({"dnnbench.workloads.harness": {"dnnbench.console"}}) == \
+        ["dnnbench.workloads.harness -> dnnbench.console"]
+
+
+def _runtime_names() -> set[str]:
+    from dnnbench.containers.engines import ENGINES
+    return {n for e in ENGINES.values() for n in e.names}
+
+
+def runtime_comparisons(path: Path, names: set[str]) -> list[tuple[int, str]]:
+    """Where a module compares something with a runtime name (==, !=, in, not in a literal)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not isinstance(node, ast.Compare):
+            continue
+        for operand in [node.left, *node.comparators]:
+            items = operand.elts if isinstance(operand, (ast.Tuple, ast.List, ast.Set)) else [operand]
+            words = {i.value for i in items if isinstance(i, ast.Constant) and isinstance(i.value, str)}
+            if words & names:
+                found.append((node.lineno, ast.unparse(node)))
+    return found
+
+
+def test_no_runtime_name_is_compared_outside_the_engines():
+    """An engine owns what differs between runtimes: everywhere else asks the engine object."""
+    names = _runtime_names()
+    engines = ROOT / "toolkit" / "containers" / "engines"
+    found = {f"{path.relative_to(ROOT)}:{line}: {text}"
+             for path in (ROOT / "toolkit").rglob("*.py") if engines not in path.parents
+             for line, text in runtime_comparisons(path, names)}
+    assert not found, "\n".join(sorted(found))
+
+
+def test_the_runtime_check_finds_a_comparison(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text('if plan.runtime == "docker":\n    pass\nok = x in ("singularity", "apptainer")\n'
+                   'fine = plan.runtime == other\n')
+    assert [line for line, _ in runtime_comparisons(bad, {"docker", "singularity", "apptainer"})] == [1, 3]

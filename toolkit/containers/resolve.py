@@ -61,11 +61,12 @@ def _sif_checked(img: RunImage) -> RunImage:
                       "and run the line `dnnbench run --dry-run` prints")
 
 
-def planned(image: str | None, base: str | None, runtime: str = "docker") -> RunImage:
+def planned(image: str | None, base: str | None, runtime: str | None = None) -> RunImage:
     """For --dry-run, without building or running: what the catalog knows of the base (an
     uncatalogued NGC tag: the nearest release's facts, with `render`'s warning), or the image a
     real run would take (the newest dnnbench image, when the engine answers), so that the line
-    printed can be pasted."""
+    printed can be pasted. An engine's own `planned` puts its stand-in first (docker: its newest
+    image); runtime is not read (kept for callers)."""
     if base:
         known, notes = catalog.resolve(base)
         for note in notes:
@@ -74,17 +75,20 @@ def planned(image: str | None, base: str | None, runtime: str = "docker") -> Run
                         entrypoint=list(known.entrypoint or ()), arch=known.arch)
     if image:
         return RunImage(ref=image, base=None, python="python3", accelerator="nvidia")
-    if runtime == "docker":
-        from dnnbench.containers.engines import docker
-        try:
-            docker.client()
-            latest = docker.latest_image(recipes.LABEL_BASE)
-        except DnnbenchError as exc:
-            latest = None
-            warn(f"the newest dnnbench image could not be looked up ({exc}): the line names a placeholder")
-        if latest is not None:
-            return _facts(latest["tags"][0], latest["labels"])
     return RunImage(ref="<most recent dnnbench image>", base=None, python="python3", accelerator="nvidia")
+
+
+def newest_docker() -> RunImage | None:
+    """The newest dnnbench image of the Docker engine, for a dry run (None, said once, when the
+    engine does not answer)."""
+    from dnnbench.containers.engines import docker
+    try:
+        docker.client()
+        latest = docker.latest_image(recipes.LABEL_BASE)
+    except DnnbenchError as exc:
+        latest = None
+        warn(f"the newest dnnbench image could not be looked up ({exc}): the line names a placeholder")
+    return _facts(latest["tags"][0], latest["labels"]) if latest is not None else None
 
 
 def _may_build(what: str, build: bool | None) -> bool:
