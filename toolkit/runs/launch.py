@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dnnbench import names
-from dnnbench.containers.engines import Engine, lookup, spoken
+from dnnbench.containers.engines import named
 from dnnbench.containers.engines.common import Job
 from dnnbench.runs import environment, gpus as gpus_mod
 from dnnbench.runs import plan as plan_mod
@@ -215,16 +215,8 @@ def _base_run_facts(base_name: str | None) -> dict:
     return {"ipc": "host"}
 
 
-def engine_of(runtime: str) -> Engine:
-    """The engine `--runtime` names (an alias too), or one line naming the choices."""
-    engine = lookup(runtime)
-    if engine is None:
-        raise DnnbenchError(f"--runtime {runtime!r}: choose {spoken()}")
-    return engine
-
-
 def resolve_image(opts: RunOptions, runtime: str):
-    engine = engine_of(runtime)
+    engine = named(runtime)
     if not engine.contained:
         return engine.resolve(opts.image, opts.base, opts.build)
     if opts.image:
@@ -253,14 +245,14 @@ def run_env(opts: RunOptions, run_id: str, image: str | None, runtime: str, more
            "DNNBENCH_RUN_ID": run_id, **(more or {})}
     if image:
         env["DNNBENCH_IMAGE"] = image
-    for name, value in engine_of(runtime).env_defaults.items():
+    for name, value in named(runtime).env_defaults.items():
         env.setdefault(name, value)
     return env
 
 
 def build_plan(opts: RunOptions, resume: bool = False) -> plan_mod.RunPlan:
     """Every check, then the plan. Raises DnnbenchError before anything has started."""
-    runtime = engine_of(opts.runtime).name
+    runtime = named(opts.runtime).name
     if opts.script is not None:
         return script_plan(opts, runtime)
     for name in ("entry", "items_per_step", "unit"):
@@ -278,7 +270,7 @@ def build_plan(opts: RunOptions, resume: bool = False) -> plan_mod.RunPlan:
     profile = check_profile(opts.profile, gpu_ids, img)
     granted = gpus_mod.check(gpu_ids, img.accelerator) if not opts.dry_run else []
     nproc = opts.nproc or (len(granted) if gpu_ids == ["all"] else len(gpu_ids or [])) or 1
-    engine = engine_of(runtime)
+    engine = named(runtime)
     contained = engine.contained
     facts = _base_run_facts(img.base)
     results_in = plan_mod.RESULTS_DIR if contained else str(run_dir)
@@ -334,7 +326,7 @@ def script_plan(opts: RunOptions, runtime: str) -> plan_mod.RunPlan:
     img = resolve_image(opts, runtime)
     granted = gpus_mod.check(gpu_ids, img.accelerator) if not opts.dry_run else []
     nproc = opts.nproc or (len(granted) if gpu_ids == ["all"] else len(gpu_ids or [])) or 1
-    engine = engine_of(runtime)
+    engine = named(runtime)
     contained = engine.contained
     results_in = plan_mod.RESULTS_DIR if contained else str(run_dir)
     data_in = (plan_mod.DATA_DIR if contained else str(data)) if data else None
@@ -360,7 +352,7 @@ def script_plan(opts: RunOptions, runtime: str) -> plan_mod.RunPlan:
 
 def job_for(plan: plan_mod.RunPlan) -> tuple[Job, str]:
     """The engine's job for the plan, and the line that does the same by hand."""
-    engine = engine_of(plan.runtime)
+    engine = named(plan.runtime)
     environ = None
     if engine.inherits_env:
         environ, dropped = environment.clean_env(os.environ)

@@ -9,7 +9,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from dnnbench.containers.engines import ENGINES, Engine, apptainer, common, docker, host_engine, lookup, spoken
+from dnnbench.containers.engines import ENGINES, Engine, apptainer, common, docker, host_engine, named
 
 DATA_DIR = "/data"          # the dataset, read-only, at a path workloads can rely on
 RESULTS_DIR = "/results"    # the run's folder, read-write
@@ -86,11 +86,7 @@ host_env = host_engine.host_env
 
 def engine_of(plan: RunPlan) -> Engine:
     """The engine a plan runs on (one line when its runtime names none)."""
-    engine = lookup(plan.runtime)
-    if engine is None:
-        from dnnbench.errors import DnnbenchError
-        raise DnnbenchError(f"--runtime {plan.runtime!r}: choose {spoken()}")
-    return engine
+    return named(plan.runtime)
 
 
 def command_line(plan: RunPlan, exe: str | None = None) -> str:

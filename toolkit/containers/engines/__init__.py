@@ -16,6 +16,15 @@ def lookup(name: str | None) -> Engine | None:
     return next((e for e in ENGINES.values() if name in e.names), None)
 
 
+def named(name: str) -> Engine:
+    """The engine `--runtime NAME` means (an alias too), or one line naming the choices."""
+    engine = lookup(name)
+    if engine is None:
+        from dnnbench.errors import DnnbenchError
+        raise DnnbenchError(f"--runtime {name!r}: choose {spoken()}")
+    return engine
+
+
 def choices(slurm: bool = False) -> tuple[str, ...]:
     """Every name `--runtime` takes (aliases after their engine); slurm: those a Slurm job can run."""
     return tuple(n for e in ENGINES.values() if e.slurm or not slurm for n in e.names)
