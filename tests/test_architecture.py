@@ -1,6 +1,7 @@
 """The host side's shape: no import cycles between its modules (function-level imports
-included: a cycle through a lazy import is still a cycle), and the container side never
-imports the host side."""
+included: a cycle through a lazy import is still a cycle), packages that import only those
+below them, the container side never importing the host side; and the extension points
+(profilers, engines) being one module and one table line each."""
 from __future__ import annotations
 
 import ast
