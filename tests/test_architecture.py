@@ -1,6 +1,7 @@
 """The host side's shape: no import cycles between its modules (function-level imports
-included: a cycle through a lazy import is still a cycle), and the container side never
-imports the host side."""
+included: a cycle through a lazy import is still a cycle), packages that import only those
+below them, the container side never importing the host side; and the extension points
+(profilers, engines) being one module and one table line each."""
 from __future__ import annotations
 
 import ast
@@ -34,8 +35,12 @@ def imports(name: str, path: Path, known: set[str]) -> set[str]:
                 anchor = package.split(".")
                 anchor = anchor[: len(anchor) - node.level + 1]
                 base = ".".join(anchor + ([base] if base else []))
-            targets.add(base)
-            targets.update(f"{base}.{alias.name}" for alias in node.names)
+            # `from a import b` with a module a.b is `import a.b as b`: an edge to a.b alone;
+            # a name that is no module is the package's own (its __init__)
+            subs = {f"{base}.{alias.name}" for alias in node.names}
+            targets.update(subs)
+            if not subs <= known:
+                targets.add(base)
     # `import a.b.c` also runs a and a.b; only edges to our own modules count
     return {t for t in targets if t in known and t != name}
 
@@ -259,3 +264,202 @@ def test_the_unpickler_check_finds_each_kind(tmp_path):
                        "w = torch.jit.load(p)\nfrom torch.serialization import load\nfileio.read_json(p)\n"
                        "import json\nmodel.load_state_dict(sd)\n")
     assert sorted(n for n, _ in _loaders_that_run_code(planted)) == [1, 2, 3, 4, 5, 6, 7]
+
+
+# The packages of the host side, lowest first: a module imports only its own package and those
+# below it (the engines are part of containers; the container side imports nothing of ours).
+# `dnnbench` itself (its __init__: the version, nothing imported) goes into images with workloads.
+LAYERS = (("dnnbench.workloads", "dnnbench"),
+          ("dnnbench.errors", "dnnbench.console", "dnnbench.names", "dnnbench.locks", "dnnbench.external",
+           "dnnbench.yaml_files", "dnnbench.lists"),
+          ("dnnbench.containers", "dnnbench.datasets"), ("dnnbench.profilers",),
+          ("dnnbench.results", "dnnbench.history"),   # a result is recorded where it is finalized
+          ("dnnbench.runs", "dnnbench.history.watch"), ("dnnbench.cli", "dnnbench.__main__"))
+# Imports that point up, each with its reason (a new one is a design question, not a line here).
+_UPWARD = {("dnnbench.containers.doctor", "dnnbench.runs.gpus"):
+           "`doctor` counts the GPUs as a run would see them (runs/gpus.py reads the same variables)"}
+
+
+def layer_of(module: str) -> int:
+    """The layer of a module: that of the longest LAYERS entry it is or lies under."""
+    found = [(len(entry), i) for i, layer in enumerate(LAYERS) for entry in layer
+             if module == entry or (module.startswith(entry + ".") and entry != "dnnbench")]
+    assert found, f"{module} is in no layer of LAYERS"
+    return max(found)[1]
+
+
+def upward(edges: dict[str, set[str]]) -> list[str]:
+    return sorted(f"{a} -> {b}" for a, targets in edges.items() for b in targets
+                  if layer_of(b) > layer_of(a) and (a, b) not in _UPWARD)
+
+
+def test_no_module_imports_a_package_above_its_own():
+    """Not only no cycles: the package graph points one way (README, Development)."""
+    edges = graph()
+    assert {layer_of(m) for m in edges} == set(range(len(LAYERS)))    # every module placed, no layer empty
+    assert upward(edges) == []
+
+
+def test_the_layer_check_finds_an_upward_import():
+    assert upward({"dnnbench.containers.engines.docker": {"dnnbench.runs.plan"},
+                   "dnnbench.runs.plan": {"dnnbench.containers.engines.docker"}}) == \
+        ["dnnbench.containers.engines.docker -> dnnbench.runs.plan"]
+    assert upward({"dnnbench.workloads.harness": {"dnnbench.console"}}) == \
+        ["dnnbench.workloads.harness -> dnnbench.console"]
+
+
+def _runtime_names() -> set[str]:
+    from dnnbench.containers.engines import ENGINES
+    return {n for e in ENGINES.values() for n in e.names}
+
+
+def runtime_comparisons(path: Path, names: set[str]) -> list[tuple[int, str]]:
+    """Where a module compares something with a runtime name (==, !=, in, not in a literal)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not isinstance(node, ast.Compare):
+            continue
+        for operand in [node.left, *node.comparators]:
+            items = operand.elts if isinstance(operand, (ast.Tuple, ast.List, ast.Set)) else [operand]
+            words = {i.value for i in items if isinstance(i, ast.Constant) and isinstance(i.value, str)}
+            if words & names:
+                found.append((node.lineno, ast.unparse(node)))
+    return found
+
+
+def test_no_runtime_name_is_compared_outside_the_engines():
+    """An engine owns what differs between runtimes: everywhere else asks the engine object."""
+    names = _runtime_names()
+    engines = ROOT / "toolkit" / "containers" / "engines"
+    found = {f"{path.relative_to(ROOT)}:{line}: {text}"
+             for path in (ROOT / "toolkit").rglob("*.py") if engines not in path.parents
+             for line, text in runtime_comparisons(path, names)}
+    assert not found, "\n".join(sorted(found))
+
+
+def test_the_runtime_check_finds_a_comparison(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text('if plan.runtime == "docker":\n    pass\nok = x in ("singularity", "apptainer")\n'
+                   'fine = plan.runtime == other\n')
+    assert [line for line, _ in runtime_comparisons(bad, {"docker", "singularity", "apptainer"})] == [1, 3]
+
+
+# A new engine, whole: this module text in toolkit/containers/engines/, and its line in ENGINES.
+FAKE_ENGINE = '''
+"""`--runtime fake` (or `pretend`): the workload run here, under `env` in place of an engine."""
+import os
+import shlex
+import sys
+
+from dnnbench.containers.engines.common import Engine, pinned
+
+
+class Fake(Engine):
+    name = "fake"
+    aliases = ("pretend",)
+    contained = False
+
+    def available(self):
+        return "1.0"
+
+    def resolve(self, image, base, build):
+        from dnnbench.containers.resolve import RunImage
+        return RunImage(ref=None, base=None, python=sys.executable, accelerator="nvidia")
+
+    planned = lambda self, image, base: self.resolve(image, base, False)   # noqa: E731
+
+    def digest(self, ref):
+        return {"ref": ref, "fake": True}
+
+    def argv(self, plan):
+        return ["env", "FAKE_ENGINE=1"] + [f"{k}={v}" for k, v in plan.env.items()] + pinned(plan, plan.argv)
+
+    def job(self, plan, environ=None):
+        from dnnbench.containers.engines.process import ProcessJob
+        return ProcessJob(self.argv(plan), env=dict(os.environ if environ is None else environ),
+                          cwd=plan.workdir), self.command_line(plan)
+
+    def command_line(self, plan, exe=None):
+        return shlex.join(self.argv(plan))
+
+
+ENGINE = Fake()
+'''
+# What a new engine touches (README, Development: the `engine` row names these files).
+ENGINE_FILES = ("toolkit/containers/engines/<engine>.py", "toolkit/containers/engines/__init__.py")
+
+
+def _fake_engine(tmp_path, monkeypatch):
+    """The fake engine's module, imported, and its one line in the table."""
+    import importlib
+
+    from dnnbench.containers import engines
+    (tmp_path / "fake_engine.py").write_text(FAKE_ENGINE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    fake = importlib.import_module("fake_engine")
+    monkeypatch.setitem(engines.ENGINES, "fake", fake.ENGINE)
+    return fake.ENGINE
+
+
+def test_a_new_engine_is_one_module_and_one_line_in_the_table(tmp_path, monkeypatch):
+    """The fake engine, in the table: the plan, the dry run's line, a real run with its result
+    and manifest, and reproduce's runtime check take it up with no other change."""
+    from dnnbench.containers import engines
+    from dnnbench.runs import launch, plan as plan_mod, reproduce
+    from dnnbench.runs.options import RunOptions
+    fake = _fake_engine(tmp_path, monkeypatch)
+    assert engines.lookup("pretend") is fake and "fake" in engines.choices() and "pretend" in engines.choices()
+    assert "fake (pretend)" in engines.spoken()
+    opts = dict(workload="resnet18", runtime="pretend", results=tmp_path / "results", batch_size=2, number=1,
+                repeat=1, warmup=0)
+    dry = launch.build_plan(RunOptions(**opts, dry_run=True, run_id="dry"))
+    assert dry.runtime == "fake" and dry.image is None and dry.mounts == []
+    assert plan_mod.command_line(dry).startswith("env FAKE_ENGINE=1 ")
+    plan = launch.build_plan(RunOptions(**opts, run_id="real", quiet=True))
+    assert plan.manifest["image"] is None     # no image, so no digest asked for
+    data, code = launch.execute(plan, quiet=True)
+    assert code == 0 and data["status"] == "ok", data.get("message")
+    assert data["host"]["runtime"] == "fake"
+    assert "env FAKE_ENGINE=1" in (tmp_path / "results" / "real" / "log.txt").read_text().splitlines()[0]
+    again = reproduce.options_for(data, runtime=None, image=None, results=tmp_path / "again", run_id=None,
+                                  data_dir=None, quiet=True)
+    assert again.runtime == "fake" and again.image is None
+
+
+def test_the_cli_offers_a_new_engine_from_the_table(tmp_path):
+    """`dnnbench run --runtime fake --dry-run` once the module and its table line exist: the CLI's
+    choices are read from ENGINES (here the line is added before the CLI is imported)."""
+    import subprocess
+    import sys
+    (tmp_path / "fake_engine.py").write_text(FAKE_ENGINE)
+    main = ("import fake_engine\nfrom dnnbench.containers import engines\n"
+            "engines.ENGINES['fake'] = fake_engine.ENGINE\nfrom dnnbench.cli import main\nmain()\n")
+    res = subprocess.run([sys.executable, "-c", main, "run", "resnet18", "--runtime", "fake", "--dry-run",
+                          "--results", str(tmp_path / "results")], capture_output=True, text=True, timeout=300,
+                         env={**__import__("os").environ, "PYTHONPATH": str(tmp_path), "COLUMNS": "200"})
+    assert res.returncode == 0, res.stderr
+    assert '"runtime": "fake"' in res.stdout and "env FAKE_ENGINE=1" in res.stdout
+    res = subprocess.run([sys.executable, "-m", "dnnbench", "run", "resnet18", "--runtime", "fake", "--dry-run"],
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 2 and "fake" in res.stderr      # without its line, no such runtime
+
+
+def test_every_engine_is_its_module_and_its_line():
+    """The built-in engines are what ENGINE_FILES says a new one is: a module of the engines
+    package defining ENGINE, listed in ENGINES; and the README's `engine` row names those files."""
+    import sys
+
+    from dnnbench.containers import engines
+    from dnnbench.containers.engines.common import Engine
+    init = (ROOT / "toolkit" / "containers" / "engines" / "__init__.py").read_text()
+    for name, engine in engines.ENGINES.items():
+        module = sys.modules[type(engine).__module__]
+        assert isinstance(engine, Engine) and engine.name == name and module.ENGINE is engine
+        path = Path(module.__file__)
+        assert path.parent == ROOT / "toolkit" / "containers" / "engines", path
+        assert f"{path.stem}.ENGINE" in init
+    names = [n for e in engines.ENGINES.values() for n in e.names]
+    assert len(names) == len(set(names)), "a name is two engines'"
+    row = next(line for line in (ROOT / "README.md").read_text().splitlines() if line.lstrip().startswith("| engine "))
+    assert f"| {len(ENGINE_FILES)} |" in row
+    assert "`toolkit/containers/engines/`" in row and "`ENGINES`" in row

@@ -81,3 +81,28 @@ def test_the_callers_thread_settings_reach_a_docker_run(tmp_path):
     assert code == 0, err
     line = " ".join(out.split())
     assert "-e OMP_WAIT_POLICY=PASSIVE" in line and "-e OMP_NUM_THREADS=3" in line and "OMP_BOGUS" not in line
+
+
+def test_the_docker_line_gives_an_amd_gpu_what_the_sdk_gives():
+    """The AMD devices, group and seccomp setting are written once: the pasteable line and the
+    SDK's create arguments agree."""
+    plan = _plan(accelerator="amd")
+    line, kw = plan_mod.command_line(plan), docker.create_kwargs(plan)
+    for device in kw["devices"]:
+        assert f"--device={device.split(':')[0]}" in line
+    assert f"--group-add={kw['group_add'][0]}" in line and f"--security-opt={kw['security_opt'][0]}" in line
+    assert kw["environment"]["HIP_VISIBLE_DEVICES"] == "0,1" and "--gpus" not in line
+
+
+def test_every_runtime_name_reaches_its_engine():
+    """A plan's runtime is an engine's name; `--runtime` takes its aliases too, and every engine
+    draws its own line (the host one with no image in it)."""
+    from dnnbench.containers.engines import ENGINES, named
+    from dnnbench.runs.options import RUNTIME_ALIASES, RUNTIMES
+    assert set(RUNTIMES) == set(RUNTIME_ALIASES) and set(RUNTIME_ALIASES.values()) == set(ENGINES)
+    for name in RUNTIMES:
+        engine = named(name)
+        assert engine.name == RUNTIME_ALIASES[name]
+        line = plan_mod.command_line(_plan(runtime=engine.name, image=None if not engine.contained else "/x.sif"))
+        assert "-m dnnbench.workloads resnet50" in line
+        assert ("/x.sif" in line) == engine.contained

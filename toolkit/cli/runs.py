@@ -12,6 +12,7 @@ from dnnbench.cli.harness_options import INJECTED, choice, in_range, plain, with
 from dnnbench.errors import DnnbenchError
 from dnnbench.workloads.options import BY_NAME
 from dnnbench.profilers import NAMES as PROFILERS
+from dnnbench.containers.engines import choices, lookup
 from dnnbench.runs.options import RUNTIMES, RunOptions
 
 if TYPE_CHECKING:   # choices at run time (typer lists and checks them); strings once parsed
@@ -20,7 +21,7 @@ if TYPE_CHECKING:   # choices at run time (typer lists and checks them); strings
     Profiler = str
 else:
     Runtime = choice("Runtime", RUNTIMES)
-    SlurmRuntime = choice("SlurmRuntime", ("singularity", "apptainer", "host"))
+    SlurmRuntime = choice("SlurmRuntime", choices(slurm=True))
     Profiler = choice("Profiler", PROFILERS)
 
 RUN_HELP = """Run one workload in a container (or on the host) and keep its result.
@@ -272,7 +273,8 @@ IMAGES_PARAMS = {
 
 
 def _images_job(workload: str, job: dict, harness: dict) -> tuple[RunOptions, Optional[list], Optional[str]]:
-    if job["runtime"] == "host":
+    engine = lookup(job["runtime"])
+    if engine is not None and not engine.contained:
         raise DnnbenchError("images are compared in containers: --runtime docker or singularity")
     opts = RunOptions(workload=workload, data=job["data"], gpus=job["gpus"], runtime=job["runtime"],
                       results=job["results"], run_id=job["run_id"], dry_run=job["dry_run"], **harness)

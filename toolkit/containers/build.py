@@ -306,23 +306,32 @@ def build_command(*, base: str, fmt: str, tag: str | None, no_cache: bool, pull:
     if dry_run:
         _show_build_plan(resolved, fmt, tag, output, ca)
         return
-    if fmt == "docker":
-        docker_build(resolved, tag=tag, no_cache=no_cache, pull=pull, build_args=args, log_dir=log_dir,
-                     ca_cert=ca_cert)
-    elif fmt in ("singularity", "apptainer", "sif"):
-        singularity_build(resolved, output=output, from_docker=from_docker, tag=tag, no_cache=no_cache,
-                          build_args=args, log_dir=log_dir, compression=compression, ca_cert=ca_cert)
-    else:
+    builds = {"docker": lambda: docker_build(resolved, tag=tag, no_cache=no_cache, pull=pull, build_args=args,
+                                             log_dir=log_dir, ca_cert=ca_cert),
+              "singularity": lambda: singularity_build(resolved, output=output, from_docker=from_docker, tag=tag,
+                                                       no_cache=no_cache, build_args=args, log_dir=log_dir,
+                                                       compression=compression, ca_cert=ca_cert)}
+    builds[image_format(fmt)]()
+
+
+# --format: the kind of image `build` makes (a key of recipes.FORMATS), under each name it takes
+IMAGE_FORMATS = {"docker": "docker", "singularity": "singularity", "apptainer": "singularity", "sif": "singularity"}
+
+
+def image_format(fmt: str) -> str:
+    kind = IMAGE_FORMATS.get(fmt)
+    if kind is None:
         raise DnnbenchError(f"unknown format {fmt!r}: choose docker or singularity")
+    return kind
 
 
 def _show_build_plan(base: catalog.Base, fmt: str, tag: str | None, output: Path | None, ca) -> None:
     """What `build` would make, from the catalog and the rendered recipe alone: no engine, no registry."""
-    if fmt not in ("docker", "singularity", "apptainer", "sif"):
-        raise DnnbenchError(f"unknown format {fmt!r}: choose docker or singularity")
-    kind = "docker" if fmt == "docker" else "singularity"
+    kind = image_format(fmt)
     recipe = recipes.render(base, kind, ca_sha256=ca.sha256 if ca else None)
-    target = names.image_tag(tag or base.tag, "--tag") if kind == "docker" else str(sif_path(output, base))
+    targets = {"docker": lambda: names.image_tag(tag or base.tag, "--tag"),
+               "singularity": lambda: str(sif_path(output, base))}
+    target = targets[kind]()
     chain = " ".join(base.entrypoint or ()) or "(none)"
     lines = [f"would build {target} from {base.image} ({base.arch}, {base.accelerator})",
              f"recipe {recipe.filename}, sha256 {recipe.sha256[:12]}; entrypoint {chain} -> python -m dnnbench.workloads",

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dnnbench.containers import catalog, recipes
+from dnnbench.containers.engines.common import HOST_WHY, ONLY_IMAGE, ONLY_SIF, why_chosen
 from dnnbench.console import warn
 from dnnbench.errors import DnnbenchError
 
@@ -44,21 +45,6 @@ def _facts(ref: str, labels: dict, why: str = "") -> RunImage:
                     accelerator=labels.get(recipes.LABEL_ACCELERATOR) or "nvidia",
                     entrypoint=_entrypoint(labels.get(recipes.LABEL_ENTRYPOINT)),
                     arch=catalog.normalize_arch(labels.get(recipes.LABEL_ARCH)))
-
-
-ONLY_IMAGE = "the only dnnbench image on this machine"
-ONLY_SIF = "the only dnnbench_*.sif here"
-
-
-def why_chosen(image: str | None, base: str | None, runtime: str) -> str:
-    """How the rule picked a run's image, in words for its header."""
-    if runtime == "host":
-        return "--runtime host: this Python"
-    if image:
-        return "named by --image"
-    if base:
-        return f"the image of --base {base}"
-    return ONLY_IMAGE if runtime == "docker" else ONLY_SIF
 
 
 def _only(candidates: list[str], what: str, hint: str) -> str:
@@ -111,12 +97,11 @@ def _sif_checked(img: RunImage) -> RunImage:
                       "and run the line `dnnbench run --dry-run` prints")
 
 
-def planned(image: str | None, base: str | None, runtime: str = "docker") -> RunImage:
+def planned(image: str | None, base: str | None, why: str = "") -> RunImage:
     """For --dry-run, without building or running: what the catalog knows of the base (an
-    uncatalogued NGC tag: the nearest release's facts, with `render`'s warning), or the image a
-    real run would take (the newest dnnbench image, when the engine answers), so that the line
-    printed can be pasted."""
-    why = why_chosen(image, base, runtime)
+    uncatalogued NGC tag: the nearest release's facts, with `render`'s warning), the image named,
+    or a placeholder; an engine's own `planned` puts the image a real run would take first
+    (`planned_docker`, `planned_sif`), so that the line printed can be pasted."""
     if base:
         known, notes = catalog.resolve(base)
         for note in notes:
@@ -124,25 +109,27 @@ def planned(image: str | None, base: str | None, runtime: str = "docker") -> Run
         return RunImage(ref=image or known.tag, base=base, python=known.python_bin, accelerator=known.accelerator,
                         entrypoint=list(known.entrypoint or ()), arch=known.arch, why=why)
     if image:
-        if runtime != "docker" and not Path(image).expanduser().exists():   # a dry run refuses what the run would
-            raise DnnbenchError(f"no such .sif: {image} (`dnnbench build --format singularity` or "
-                                f"`dnnbench pull` makes one)")
         return RunImage(ref=image, base=None, python="python3", accelerator="nvidia", why=why)
-    if runtime == "docker":
-        from dnnbench.containers.engines import docker
-        try:
-            docker.client()
-        except DnnbenchError as exc:
-            warn(f"the dnnbench images could not be looked up ({exc}): the line names a placeholder")
-        else:
-            only = only_docker_image(none_ok=True)   # the rule a real run follows: several are refused here too
-            if only is not None:
-                return _facts(only["tags"][0], only["labels"], why)
-    elif runtime == "singularity":
-        sif = only_sif(none_ok=True)
-        if sif is not None:
-            return _facts(os.path.realpath(sif), {}, why)
     return RunImage(ref="<the dnnbench image>", base=None, python="python3", accelerator="nvidia", why=why)
+
+
+def planned_docker() -> RunImage | None:
+    """The one dnnbench image of the Docker engine, for a dry run, by the rule a real run follows
+    (several are refused here too); None, said once, when the engine does not answer."""
+    from dnnbench.containers.engines import docker
+    try:
+        docker.client()
+    except DnnbenchError as exc:
+        warn(f"the dnnbench images could not be looked up ({exc}): the line names a placeholder")
+        return None
+    only = only_docker_image(none_ok=True)
+    return _facts(only["tags"][0], only["labels"], ONLY_IMAGE) if only is not None else None
+
+
+def planned_sif() -> RunImage | None:
+    """The one dnnbench_*.sif here, for a dry run (several are refused)."""
+    sif = only_sif(none_ok=True)
+    return _facts(os.path.realpath(sif), {}, ONLY_SIF) if sif is not None else None
 
 
 def _may_build(what: str, build: bool | None) -> bool:
@@ -162,7 +149,7 @@ def resolve_docker(image: str | None, base: str | None, build: bool | None) -> R
         if labels is None:
             raise DnnbenchError(f"image {image} is not on this machine (`docker images` lists what is; "
                                 f"`dnnbench build --base ...` makes one)")
-        return _docker_checked(_facts(image, labels, why_chosen(image, None, "docker")))
+        return _docker_checked(_facts(image, labels, why_chosen(image, None, ONLY_IMAGE)))
     if base:
         from dnnbench.containers.build import docker_build, resolve_base
         resolved = resolve_base(base)
@@ -173,7 +160,7 @@ def resolve_docker(image: str | None, base: str | None, build: bool | None) -> R
                                     f"or run `dnnbench build --base {base}` first")
             docker_build(resolved)
             labels = docker.image_labels(resolved.tag) or {}
-        return _docker_checked(_facts(resolved.tag, labels, why_chosen(None, base, "docker")))
+        return _docker_checked(_facts(resolved.tag, labels, why_chosen(None, base, ONLY_IMAGE)))
     only = only_docker_image()
     assert only is not None
     return _docker_checked(_facts(only["tags"][0], only["labels"], ONLY_IMAGE))
@@ -187,7 +174,7 @@ def resolve_sif(image: str | None, base: str | None, build: bool | None) -> RunI
             raise DnnbenchError(f"no such .sif: {image} (`dnnbench build --format singularity` or "
                                 f"`dnnbench pull` makes one)")
         sif = apptainer.regular_sif(image)
-        return _sif_checked(_facts(os.path.realpath(sif), apptainer.labels(sif), why_chosen(image, None, "singularity")))
+        return _sif_checked(_facts(os.path.realpath(sif), apptainer.labels(sif), why_chosen(image, None, ONLY_SIF)))
     if base:
         from dnnbench.containers.build import sif_path, resolve_base, singularity_build
         resolved = resolve_base(base)
@@ -199,7 +186,7 @@ def resolve_sif(image: str | None, base: str | None, build: bool | None) -> RunI
             singularity_build(resolved, output=None, from_docker=True, tag=None, no_cache=False,
                               build_args={}, log_dir=Path("results/build-logs"))
         return _sif_checked(_facts(os.path.realpath(apptainer.regular_sif(sif)), apptainer.labels(sif),
-                                   why_chosen(None, base, "singularity")))
+                                   why_chosen(None, base, ONLY_SIF)))
     only = only_sif()
     assert only is not None
     return _sif_checked(_facts(os.path.realpath(apptainer.regular_sif(only)), apptainer.labels(only), ONLY_SIF))
@@ -211,4 +198,4 @@ def host() -> RunImage:
         raise DnnbenchError("--runtime host needs PyTorch in this Python: pip install 'dnnbench[torch]' "
                             "(or use --runtime docker|singularity)")
     return RunImage(ref=None, base=None, python=sys.executable, accelerator="nvidia",
-                    why=why_chosen(None, None, "host"))
+                    why=HOST_WHY)

@@ -5,6 +5,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from dnnbench.console import number
+from dnnbench.containers.engines import lookup
 from dnnbench.results.naming import gpu_name
 from dnnbench.workloads import schema, verdict
 
@@ -54,7 +55,8 @@ def finalize(run_dir: Path, *, plan: dict, outcome, command: str, log_tail: list
         "exit_code": outcome.exit_code, "ended": outcome.ended, "seconds": round(outcome.seconds, 3),
         "command": command, "gpus": plan.get("gpus"), **(host_extra or {}),
     }
-    if plan["runtime"] == "docker":   # inside, the hostname is the container's id: the machine is ours
+    engine = lookup(plan["runtime"])
+    if engine is not None and not engine.sees_machine:   # the hostname inside is not the machine's: ours is
         import socket
         data["host"]["machine"] = socket.gethostname()
     if plan.get("notes"):

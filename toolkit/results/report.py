@@ -15,6 +15,7 @@ from pathlib import Path
 from dnnbench.workloads import fileio, schema
 
 from dnnbench.console import visible
+from dnnbench.containers.engines import lookup
 from dnnbench.errors import DnnbenchError
 from dnnbench.results import baseline as baseline_mod, fleet, numbers
 from dnnbench.results.formats import View, format_of
@@ -141,7 +142,8 @@ def machine_of(data: dict) -> str | None:
     host = _section(data, "host")
     if isinstance(host.get("machine"), str) and host["machine"]:
         return host["machine"]
-    if host.get("runtime") == "docker":
+    engine = lookup(host.get("runtime")) if isinstance(host.get("runtime"), str) else None
+    if engine is not None and not engine.sees_machine:
         return None      # an older docker result: its system.host is the container id
     system = _section(data, "system")
     return system.get("host") if isinstance(system.get("host"), str) else None

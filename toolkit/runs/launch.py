@@ -14,11 +14,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dnnbench import names
+from dnnbench.containers.engines import named
+from dnnbench.containers.engines.common import Job
 from dnnbench.runs import environment, gpus as gpus_mod
 from dnnbench.runs import plan as plan_mod
 from dnnbench.runs.manifest import host_manifest
 from dnnbench.workloads.manifest import thread_env
-from dnnbench.runs.options import RUNTIME_ALIASES, RunOptions, harness_values
+from dnnbench.runs.options import RunOptions, harness_values
 from dnnbench.workloads.options import AMP, BY_NAME, HOST_OPTIONS
 from dnnbench.console import err, info, out, visible, warn
 from dnnbench.errors import DnnbenchError
@@ -219,23 +221,17 @@ def _base_run_facts(base_name: str | None) -> dict:
 
 
 def resolve_image(opts: RunOptions, runtime: str):
-    from dnnbench.containers import resolve as image
-    if runtime == "host":
-        return image.host()
-    if opts.image and runtime == "docker":
-        names.image_ref(opts.image)
+    engine = named(runtime)
+    if not engine.contained:
+        return engine.resolve(opts.image, opts.base, opts.build)
+    if opts.image:
+        engine.check_ref(opts.image)
     if opts.base:
         from dnnbench.containers import catalog
         catalog.resolve(opts.base)     # an unknown base is refused in a dry run too
     if opts.dry_run:  # the plan, without starting or building anything
-        return image.planned(opts.image, opts.base, runtime)
-    if runtime == "docker":
-        from dnnbench.containers.engines import docker
-        docker.client()
-        return image.resolve_docker(opts.image, opts.base, opts.build)
-    from dnnbench.containers.engines import apptainer
-    apptainer.binary()
-    return image.resolve_sif(opts.image, opts.base, opts.build)
+        return engine.planned(opts.image, opts.base)
+    return engine.resolve(opts.image, opts.base, opts.build)
 
 
 def run_mounts(data: Path | None, run_dir: Path) -> list[plan_mod.Mount]:
@@ -254,16 +250,14 @@ def run_env(opts: RunOptions, run_id: str, image: str | None, runtime: str, more
            "DNNBENCH_RUN_ID": run_id, **(more or {})}
     if image:
         env["DNNBENCH_IMAGE"] = image
-    if runtime == "docker":
-        env.setdefault("HOME", "/tmp")   # the run's uid may have no home in the image
+    for name, value in named(runtime).env_defaults.items():
+        env.setdefault(name, value)
     return env
 
 
 def build_plan(opts: RunOptions, resume: bool = False) -> plan_mod.RunPlan:
     """Every check, then the plan. Raises DnnbenchError before anything has started."""
-    runtime = RUNTIME_ALIASES.get(opts.runtime)
-    if runtime is None:
-        raise DnnbenchError(f"--runtime {opts.runtime!r}: choose docker, singularity (apptainer) or host")
+    runtime = named(opts.runtime).name
     if opts.script is not None:
         return script_plan(opts, runtime)
     for name in ("entry", "items_per_step", "unit"):
@@ -281,7 +275,8 @@ def build_plan(opts: RunOptions, resume: bool = False) -> plan_mod.RunPlan:
     profile = check_profile(opts.profile, gpu_ids, img)
     granted = gpus_mod.check(gpu_ids, img.accelerator) if not opts.dry_run else []
     nproc = opts.nproc or (len(granted) if gpu_ids == ["all"] else len(gpu_ids or [])) or 1
-    contained = runtime != "host"
+    engine = named(runtime)
+    contained = engine.contained
     facts = _base_run_facts(img.base)
     results_in = plan_mod.RESULTS_DIR if contained else str(run_dir)
     argv = profiled(entry_argv(img.python, workload, nproc) + harness_args(
@@ -289,20 +284,13 @@ def build_plan(opts: RunOptions, resume: bool = False) -> plan_mod.RunPlan:
         results_in=results_in, run_id=run_id, device="cuda" if gpu_ids else "cpu"), profile, img.python, results_in)
     env = run_env(opts, run_id, img.ref, runtime)
     mounts = run_mounts(data, run_dir) if contained else []
-    if runtime == "singularity":
-        for mount in mounts:
-            plan_mod.apptainer_bind(mount)    # refused now, before anything is written
+    engine.check_mounts(mounts)    # refused now, before anything is written
     return plan_mod.RunPlan(
         runtime=runtime, workload=workload, run_id=run_id, run_dir=str(run_dir), image=img.ref, argv=argv,
         env=env, user_env=dict(opts.env), mounts=mounts, accelerator=img.accelerator, gpus=gpu_ids,
-        workdir=plan_mod.WORKDIR if contained else str(Path.cwd()),
-        user=f"{os.getuid()}:{os.getgid()}" if runtime == "docker" else None,
-        ipc=facts.get("ipc") if runtime == "docker" else None, shm_size=facts.get("shm_size"),
-        ulimits=dict(facts.get("ulimits") or {}) if runtime == "docker" else {},
-        # GPU performance counters need SYS_ADMIN in a container, and only while profiling.
-        cap_add=["SYS_ADMIN"] if profile in ("ncu", "nvprof") and runtime == "docker" else [], profile=profile,
-        timeout=opts.timeout, base=img.base, cpuset=opts.cpuset,
-        memory=opts.memory if runtime == "docker" else None, entrypoint=list(img.entrypoint) if contained else [],
+        workdir=plan_mod.WORKDIR if contained else str(Path.cwd()), shm_size=facts.get("shm_size"),
+        **engine.settings(facts, counters=profile in ("ncu", "nvprof"), memory=opts.memory), profile=profile,
+        timeout=opts.timeout, base=img.base, cpuset=opts.cpuset, entrypoint=list(img.entrypoint) if contained else [],
         manifest={} if opts.dry_run else host_manifest(runtime, img.ref, img.base, data), nproc=nproc,
         resume=resume)
 
@@ -343,7 +331,8 @@ def script_plan(opts: RunOptions, runtime: str) -> plan_mod.RunPlan:
     img = resolve_image(opts, runtime)
     granted = gpus_mod.check(gpu_ids, img.accelerator) if not opts.dry_run else []
     nproc = opts.nproc or (len(granted) if gpu_ids == ["all"] else len(gpu_ids or [])) or 1
-    contained = runtime != "host"
+    engine = named(runtime)
+    contained = engine.contained
     results_in = plan_mod.RESULTS_DIR if contained else str(run_dir)
     data_in = (plan_mod.DATA_DIR if contained else str(data)) if data else None
     script_in = f"{script_mod.SCRIPT_DIR}/{entry}" if contained else str(folder / entry)
@@ -355,37 +344,27 @@ def script_plan(opts: RunOptions, runtime: str) -> plan_mod.RunPlan:
     env = run_env(opts, run_id, img.ref, runtime, {"DNNBENCH_DATA": data_in} if data_in else {})
     mounts = run_mounts(data, run_dir) + [plan_mod.Mount(str(folder), script_mod.SCRIPT_DIR, read_only=True)] \
         if contained else []
-    if runtime == "singularity":
-        for mount in mounts:
-            plan_mod.apptainer_bind(mount)
+    engine.check_mounts(mounts)
     facts = _base_run_facts(img.base)
     return plan_mod.RunPlan(
         runtime=runtime, workload=workload, run_id=run_id, run_dir=str(run_dir), image=img.ref, argv=argv,
         env=env, user_env=dict(opts.env), mounts=mounts, accelerator=img.accelerator, gpus=gpu_ids,
         workdir=script_mod.SCRIPT_DIR if contained else str(Path.cwd()),   # as `python path/to/it.py` would
-        user=f"{os.getuid()}:{os.getgid()}" if runtime == "docker" else None,
-        ipc=facts.get("ipc") if runtime == "docker" else None, shm_size=facts.get("shm_size"),
-        ulimits=dict(facts.get("ulimits") or {}) if runtime == "docker" else {},
-        timeout=opts.timeout, base=img.base, cpuset=opts.cpuset,
-        memory=opts.memory if runtime == "docker" else None, entrypoint=list(img.entrypoint) if contained else [],
+        shm_size=facts.get("shm_size"), **engine.settings(facts, counters=False, memory=opts.memory),
+        timeout=opts.timeout, base=img.base, cpuset=opts.cpuset, entrypoint=list(img.entrypoint) if contained else [],
         manifest={} if opts.dry_run else host_manifest(runtime, img.ref, img.base, data))
 
 
-def job_for(plan: plan_mod.RunPlan):
-    if plan.runtime == "docker":
-        from dnnbench.containers.engines.docker import ContainerJob
-        return ContainerJob(plan), plan_mod.command_line(plan)
-    from dnnbench.containers.engines.process import ProcessJob
-    if plan.runtime == "singularity":
-        from dnnbench.containers.engines import apptainer
-        exe = apptainer.binary()
-        return ProcessJob(plan_mod.apptainer_command(plan, exe)), plan_mod.command_line(plan, exe)
-    env, dropped = environment.clean_env(os.environ)
-    if dropped:
-        warn(f"ignoring {', '.join(sorted(dropped))} from your shell: dnnbench starts torchrun itself "
-             f"(--nproc, --gpus) and a stale rendezvous would wait for ranks that never come")
-    env.update(plan_mod.host_env(plan))
-    return ProcessJob(plan_mod.pinned(plan, plan.argv), env=env, cwd=plan.workdir), plan_mod.command_line(plan)
+def job_for(plan: plan_mod.RunPlan) -> tuple[Job, str]:
+    """The engine's job for the plan, and the line that does the same by hand."""
+    engine = named(plan.runtime)
+    environ = None
+    if engine.inherits_env:
+        environ, dropped = environment.clean_env(os.environ)
+        if dropped:
+            warn(f"ignoring {', '.join(sorted(dropped))} from your shell: dnnbench starts torchrun itself "
+                 f"(--nproc, --gpus) and a stale rendezvous would wait for ranks that never come")
+    return engine.job(plan, environ)
 
 
 def execute(plan: plan_mod.RunPlan, *, quiet: bool = False):
@@ -400,11 +379,10 @@ def execute(plan: plan_mod.RunPlan, *, quiet: bool = False):
     job, command = job_for(plan)
     with caught() as stop:   # before anything exists, so no signal can land between two steps
         owned = claim_mod.claim(run_dir, run_id=plan.run_id, say=lambda m: warn(escape(m)), resume=plan.resume)
-        if hasattr(job, "env"):     # what proves the process is this run's, should it outlive us
-            job.env = {**(job.env if job.env is not None else os.environ), claim_mod.TOKEN_ENV: owned.token}
+        job.carry(claim_mod.TOKEN_ENV, owned.token)    # what proves it the run's, should it outlive us
         try:
             try:
-                owned.record(runtime=plan.runtime, **(getattr(job, "identity", None) or {}))
+                owned.record(runtime=plan.runtime, **(job.identity or {}))
                 plan.save(run_dir / "plan.json")
                 fileio.write_atomic_text(str(run_dir / "log.txt"), f"$ {visible(command)}\n")
                 owned.reserve()
@@ -442,9 +420,10 @@ def _supervised(plan, job, command, owned, stop, quiet):
             err.print(line.rsplit("\r", 1)[-1], markup=False, highlight=False, soft_wrap=True)
 
     def on_start() -> None:
-        if getattr(job, "identity", None) and plan.runtime != "docker":
+        started = job.started_as()
+        if started:
             try:
-                owned.record(process=job.identity)   # so a later run can stop it if we die
+                owned.record(**started)   # so a later run can stop it if we die
             except OSError:
                 pass   # a full disk: the run goes on, its log says so
 
@@ -525,9 +504,8 @@ def run_plan(plan: plan_mod.RunPlan, opts: RunOptions) -> int:
         out.print(plan_mod.describe(plan), markup=False, highlight=False)
         out.print(plan_mod.command_line(plan), markup=False, highlight=False, soft_wrap=True)
         return 0
-    from dnnbench.containers.resolve import why_chosen
     info(f"run {plan.run_id}: {plan.workload} on {plan.runtime}, image {plan.image or 'none (this Python)'} "
-         f"({why_chosen(opts.image, opts.base, plan.runtime)}), "
+         f"({named(plan.runtime).why(opts.image, opts.base)}), "
          f"{'GPUs ' + ','.join(plan.gpus) if plan.gpus else 'CPU'}; results in {plan.run_dir}")
     data, code = execute(plan, quiet=opts.quiet)
     from dnnbench.results.record import show_outcome

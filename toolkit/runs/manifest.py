@@ -3,15 +3,13 @@ digest does not), dnnbench's version and git commit, the host's command line and
 It travels in the plan (plan.json), where the harness reads it into the result's `manifest`."""
 from __future__ import annotations
 
-import hashlib
-import os
 import shlex
 import subprocess
 import sys
 from pathlib import Path
 
 import dnnbench
-from dnnbench.workloads import fileio
+from dnnbench.containers.engines import apptainer, docker, lookup
 
 
 def git_commit() -> dict | None:
@@ -29,60 +27,16 @@ def git_commit() -> dict | None:
     return {"commit": head.stdout.strip(), "dirty": bool(dirty.stdout.strip())}
 
 
-def docker_digest(ref: str) -> dict:
-    """The image's id and repo digests (the id is what `docker run` takes to get this exact image)."""
-    from dnnbench.containers.engines import docker
-    try:
-        attrs = docker.client().images.get(ref).attrs
-    except Exception as exc:  # noqa: BLE001 - a manifest without a digest beats no run
-        return {"ref": ref, "id": None, "repo_digests": [], "problem": str(exc)[:200]}
-    return {"ref": ref, "id": attrs.get("Id"), "repo_digests": list(attrs.get("RepoDigests") or [])}
-
-
-def _digest_cache() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "dnnbench" / "sif-sha256.json"
-
-
-def sif_digest(path: str) -> dict:
-    """SHA-256 of a .sif, computed once per (path, size, mtime) and cached: a large image takes
-    seconds to hash."""
-    p = Path(path)
-    try:
-        st = p.stat()
-    except OSError as exc:
-        return {"ref": path, "sha256": None, "problem": exc.strerror}
-    key = f"{p.resolve()}:{st.st_size}:{st.st_mtime_ns}"
-    cache_file = _digest_cache()
-    try:
-        cache = fileio.read_json(cache_file)
-    except (OSError, ValueError):
-        cache = {}
-    if not isinstance(cache, dict) or not isinstance(cache.get(key), str):
-        h = hashlib.sha256()
-        try:
-            with fileio.open_input(p) as fh:   # a FIFO or device is refused, not read forever
-                for block in iter(lambda: fh.read(1 << 22), b""):
-                    h.update(block)
-        except OSError as exc:
-            return {"ref": path, "sha256": None, "problem": exc.strerror}
-        cache = cache if isinstance(cache, dict) else {}
-        cache[key] = h.hexdigest()
-        try:
-            cache_file.parent.mkdir(parents=True, exist_ok=True)
-            fileio.write_json(cache_file, cache)
-        except OSError:
-            pass
-    return {"ref": path, "sha256": cache[key], "bytes": st.st_size}
+# each engine says what names its image exactly (containers/engines); these names stay for callers
+docker_digest = docker.digest
+sif_digest = apptainer.sif_digest
+_digest_cache = apptainer._digest_cache
 
 
 def host_manifest(runtime: str, image: str | None, base: str | None, data: Path | None) -> dict:
-    if runtime == "docker" and image:
-        digest = docker_digest(image)
-    elif runtime == "singularity" and image:
-        digest = sif_digest(image)
-    else:
-        digest = None   # host runtime: the container side records this Python's and PyTorch's versions
+    engine = lookup(runtime)
+    # no image (the host runtime): the container side records this Python's and PyTorch's versions
+    digest = engine.digest(image) if engine is not None and image else None
     return {
         "runtime": runtime, "image": digest, "base": base, "dnnbench_version": dnnbench.__version__,
         "git": git_commit(), "data": str(data) if data else None,

@@ -7,10 +7,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
+from dnnbench.containers.engines import DEFAULT, ENGINES, choices
 from dnnbench.workloads.options import HOST_OPTIONS
 
-RUNTIMES = ("docker", "singularity", "apptainer", "host")
-RUNTIME_ALIASES = {"docker": "docker", "singularity": "singularity", "apptainer": "singularity", "host": "host"}
+RUNTIMES = choices()     # every name --runtime takes, read from the engines' table
+RUNTIME_ALIASES = {name: e.name for e in ENGINES.values() for name in e.names}
 
 
 @dataclass
@@ -20,7 +21,7 @@ class RunOptions:
     data: Optional[Path] = None
     gpus: Optional[str] = None
     nproc: Optional[int] = None
-    runtime: str = "docker"
+    runtime: str = DEFAULT
     image: Optional[str] = None
     base: Optional[str] = None
     build: Optional[bool] = None

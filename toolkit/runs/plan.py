@@ -6,14 +6,15 @@ One plan drives every runtime. `--dry-run` prints it with the equivalent `docker
 from __future__ import annotations
 
 import json
-import shlex
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+from dnnbench.containers.engines import ENGINES, Engine, apptainer, common, docker, host_engine, named
 
 DATA_DIR = "/data"          # the dataset, read-only, at a path workloads can rely on
 RESULTS_DIR = "/results"    # the run's folder, read-write
 WORKDIR = "/workspace"
-RUNTIMES = ("docker", "singularity", "host")
+RUNTIMES = tuple(ENGINES)
 
 
 @dataclass
@@ -25,7 +26,7 @@ class Mount:
 
 @dataclass
 class RunPlan:
-    runtime: str                      # docker | singularity | host
+    runtime: str                      # an engine's name (dnnbench.containers.engines.ENGINES)
     workload: str
     run_id: str
     run_dir: str                      # on the host: results/<run-id>
@@ -69,129 +70,34 @@ class RunPlan:
         write_atomic(str(path), self.to_dict())
 
 
-def chain(plan: RunPlan) -> list[str]:
-    """What runs in the container: the base's own entrypoint (it execs the rest), then argv.
-    `docker run --entrypoint` and `apptainer exec` would skip it; so it is named here."""
-    return list(plan.entrypoint) + list(plan.argv)
+# What each engine makes of a plan lives in its module (dnnbench.containers.engines); these
+# names stay for the callers that import them from here.
+STEP_DEVICES = apptainer.STEP_DEVICES
+chain = common.chain
+container_name = common.container_name
+pinned = common.pinned
+docker_command = docker.docker_command
+apptainer_env = apptainer.apptainer_env
+apptainer_bind = apptainer.apptainer_bind
+apptainer_command = apptainer.apptainer_command
+env_arg = apptainer.env_arg
+slurm_step = apptainer.slurm_step
+host_env = host_engine.host_env
 
 
-def _ulimit_flag(name: str, value) -> str:
-    return f"--ulimit={name}={value}:{value}"
-
-
-def container_name(plan: RunPlan) -> str:
-    """Container names are global to a Docker daemon, which users and checkouts share; run ids
-    are not (every suite has an `r1`): the run folder's path makes the name its own."""
-    import hashlib
-    return f"dnnbench-{plan.run_id}-{hashlib.sha256(plan.run_dir.encode()).hexdigest()[:8]}"
-
-
-def docker_command(plan: RunPlan) -> list[str]:
-    """The `docker run` line equivalent to what the SDK does for this plan."""
-    cmd = ["docker", "run", "--rm", "--init", "--name", container_name(plan)]
-    if plan.user:
-        cmd += ["--user", plan.user]
-    if plan.ipc:
-        cmd += [f"--ipc={plan.ipc}"]
-    if plan.shm_size:
-        cmd += [f"--shm-size={plan.shm_size}"]
-    cmd += [_ulimit_flag(k, v) for k, v in plan.ulimits.items()]
-    cmd += [f"--cap-add={c}" for c in plan.cap_add]
-    if plan.cpuset:
-        cmd += [f"--cpuset-cpus={plan.cpuset}"]
-    if plan.memory:
-        cmd += [f"--memory={plan.memory}"]
-    if plan.gpus and plan.accelerator == "nvidia":
-        cmd += ["--gpus", "all" if plan.gpus == ["all"] else f'"device={",".join(plan.gpus)}"']
-    if plan.accelerator == "amd" and plan.gpus:
-        cmd += ["--device=/dev/kfd", "--device=/dev/dri", "--group-add=video",
-                "--security-opt=seccomp=unconfined"]
-    for m in plan.mounts:
-        cmd += ["-v", f"{m.source}:{m.target}" + (":ro" if m.read_only else "")]
-    for k, v in plan.env.items():
-        cmd += ["-e", f"{k}={v}"]
-    argv = chain(plan)
-    cmd += ["-w", plan.workdir, "--entrypoint", argv[0], plan.image or "IMAGE"] + argv[1:]
-    return cmd
-
-
-def apptainer_env(plan: RunPlan) -> dict:
-    """Variables passed into `apptainer exec --cleanenv` (APPTAINERENV_ reaches the container)."""
-    # The home folder is mounted: packages in ~/.local must not shadow the image's.
-    env = {"PYTHONNOUSERSITE": "1", **plan.env}
-    if plan.gpus and plan.gpus != ["all"]:
-        key = "HIP_VISIBLE_DEVICES" if plan.accelerator == "amd" else "CUDA_VISIBLE_DEVICES"
-        env[key] = ",".join(plan.gpus)
-    return env
-
-
-def apptainer_bind(m: Mount) -> str:
-    """A mount as `--bind src:dst[:ro]`. The spec has no quoting: a ',' would start another
-    bind and a ':' shift the fields, so such paths are refused rather than mis-mounted."""
-    for path in (m.source, m.target):
-        if "," in path or ":" in path:
-            from dnnbench.errors import DnnbenchError
-            raise DnnbenchError(f"Apptainer cannot bind {path!r}: its --bind spec has no way to quote ',' or ':'; "
-                                "use a path without them (a symlink to it works)")
-    return f"{m.source}:{m.target}" + (":ro" if m.read_only else "")
-
-
-def apptainer_command(plan: RunPlan, exe: str = "apptainer") -> list[str]:
-    cmd = [exe, "exec", "--cleanenv", "--pwd", plan.workdir]
-    if plan.gpus:
-        cmd += ["--rocm"] if plan.accelerator == "amd" else ["--nv"]
-    for m in plan.mounts:
-        cmd += ["--bind", apptainer_bind(m)]
-    for k, v in apptainer_env(plan).items():
-        cmd += ["--env", env_arg(k, v)]
-    return pinned(plan, cmd + [plan.image or "IMAGE.sif"] + chain(plan))
-
-
-def env_arg(name: str, value) -> str:
-    """One `--env` argument that Apptainer reads back as NAME=value. Its flag (a map of strings)
-    keeps an argument with one '=' whole (commas too), but reads one with more as a CSV line,
-    split at commas: NCCL_IB_HCA==mlx5_0,mlx5_1 would lose its second HCA. That one goes as a
-    single quoted CSV field."""
-    item = f"{name}={value}"
-    return '"' + item.replace('"', '""') + '"' if item.count("=") > 1 else item
-
-
-# --cleanenv drops the step's CUDA_VISIBLE_DEVICES (and ROCm's), so a Slurm step would see every
-# GPU of the node: these pass the ones Slurm gave this step, read where the step runs.
-STEP_DEVICES = ("CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL")
-_STEP_SCRIPT = "".join(f'[ -z "${{{v}+x}}" ] || export APPTAINERENV_{v}="${v}"; ' for v in STEP_DEVICES) + 'exec "$@"'
-
-
-def slurm_step(argv: list[str]) -> list[str]:
-    """An `apptainer exec --cleanenv` line as a Slurm step that keeps the GPUs Slurm assigned it."""
-    return ["sh", "-c", _STEP_SCRIPT, "dnnbench-step"] + list(argv)
-
-
-def pinned(plan: RunPlan, argv: list[str]) -> list[str]:
-    """Outside docker, a cpuset is applied with taskset (util-linux)."""
-    return ["taskset", "-c", plan.cpuset] + argv if plan.cpuset else argv
-
-
-def host_env(plan: RunPlan) -> dict:
-    env = dict(plan.env)
-    if plan.gpus and plan.gpus != ["all"]:
-        env["CUDA_VISIBLE_DEVICES"] = ",".join(plan.gpus)
-    return env
+def engine_of(plan: RunPlan) -> Engine:
+    """The engine a plan runs on (one line when its runtime names none)."""
+    return named(plan.runtime)
 
 
 def command_line(plan: RunPlan, exe: str | None = None) -> str:
     """The shell line a user could type to do the same by hand."""
-    if plan.runtime == "docker":
-        return shlex.join(docker_command(plan))
-    if plan.runtime == "singularity":
-        return shlex.join(apptainer_command(plan, exe or "apptainer"))
-    env = " ".join(f"{k}={shlex.quote(str(v))}" for k, v in host_env(plan).items())
-    return (env + " " if env else "") + shlex.join(pinned(plan, plan.argv))
+    return engine_of(plan).command_line(plan, exe)
 
 
 def describe(plan: RunPlan) -> str:
     """The plan as JSON, with the whole chain that runs in the container spelled out."""
     data = plan.to_dict()
-    if plan.runtime != "host":
+    if engine_of(plan).contained:
         data["runs"] = chain(plan)
     return json.dumps(data, indent=2)

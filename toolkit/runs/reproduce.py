@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from dnnbench.containers.engines import Engine, lookup, spoken
 from dnnbench.errors import DnnbenchError
 from dnnbench.runs import environment
 from dnnbench.workloads import schema
@@ -123,26 +124,13 @@ def workload_args(options: dict) -> list[str]:
     return out
 
 
-def _image(data: dict, runtime: str, override: str | None) -> str | None:
+def _image(data: dict, engine: Engine, override: str | None) -> str | None:
     """The image to run: --image, else the recorded one by digest."""
-    if runtime == "host" or override:
+    if override:
         return override
     host = data.get("host") or {}
     recorded = ((data.get("manifest") or {}).get("host") or {}).get("image") or {}
-    if runtime == "docker":
-        if recorded.get("id"):
-            return recorded["id"]
-        from dnnbench.console import warn
-        warn(f"the result records no image digest (an older result): running the tag {host.get('image')}")
-        return host.get("image")
-    sif = host.get("image")
-    if sif and recorded.get("sha256"):
-        from dnnbench.runs.manifest import sif_digest
-        now = sif_digest(sif).get("sha256")
-        if now != recorded["sha256"]:
-            raise DnnbenchError(f"{sif} is no longer the image of the result (its sha256 changed): pass "
-                                f"--image with the original .sif")
-    return sif
+    return engine.rerun_image(host.get("image"), recorded)
 
 
 def options_for(data: dict, *, runtime: str | None, image: str | None, results: Path, run_id: str | None,
@@ -150,13 +138,15 @@ def options_for(data: dict, *, runtime: str | None, image: str | None, results: 
     from dnnbench.runs.options import RunOptions
     host = data.get("host") or {}
     runtime = runtime or host.get("runtime")
-    if runtime not in ("docker", "singularity", "apptainer", "host"):
-        raise DnnbenchError(f"the result ran on {runtime!r}: pass --runtime docker, singularity or host")
+    engine = lookup(runtime)
+    if engine is None:
+        raise DnnbenchError(f"the result ran on {runtime!r}: pass --runtime {spoken(aliases=False)}")
+    ran_on = lookup(host.get("runtime"))
     opts = data.get("options") or {}
     manifest_host = (data.get("manifest") or {}).get("host") or {}
     dataset = None
     if not data.get("synthetic", opts.get("data") is None):
-        dataset = data_dir or manifest_host.get("data") or (opts.get("data") if host.get("runtime") == "host" else None)
+        dataset = data_dir or manifest_host.get("data") or (opts.get("data") if ran_on and not ran_on.contained else None)
         if dataset is None:
             raise DnnbenchError("the result does not say where its dataset was on this host: pass --data")
     gpus = host.get("gpus")
@@ -167,7 +157,7 @@ def options_for(data: dict, *, runtime: str | None, image: str | None, results: 
     return RunOptions(
         workload=data["workload"], data=Path(dataset) if dataset else None,
         gpus=",".join(gpus) if gpus else None, nproc=world if not gpus and world > 1 else None,
-        runtime=runtime, image=_image(data, runtime, image), base=None, build=False, results=results,
+        runtime=engine.name, image=_image(data, engine, image), base=None, build=False, results=results,
         run_id=run_id, quiet=quiet, extra=workload_args(opts),
         env={**environment.from_file(host.get("env") or {}, env or {}, "the result's env", where),
              **(env or {})}, **harness)
@@ -199,7 +189,8 @@ def reproduce_command(result: Path, *, runtime: str | None, image: str | None, r
     file, data = load(result)
     opts = options_for(data, runtime=runtime, image=image, results=results, run_id=run_id, data_dir=data_dir,
                        quiet=quiet, env=env, where=str(file))
-    if opts.runtime == "host":
+    engine = lookup(opts.runtime)
+    if engine is not None and not engine.contained:   # this Python runs it: no image holds the versions
         _warn_host_versions(data)
     plan = build_plan(opts)
     plan.job = job_name(data)    # the two runs line up as one job in the comparison

@@ -11,12 +11,12 @@ import re
 import shlex
 import shutil
 import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from dnnbench import __version__, external, names
+from dnnbench.containers.engines import Engine, lookup, spoken
 from dnnbench.runs import environment, lost_nodes, plan as plan_mod, training
 from dnnbench.runs import launch as run_mod
 from dnnbench.console import err, info, out, unprintable
@@ -86,8 +86,9 @@ def _check(o: SlurmOptions) -> None:
                             f"({_seconds(o.time)} s): the job would be told to stop as it starts")
     if o.wait and not o.submit:
         raise DnnbenchError("--wait goes with --submit")
-    if o.run.runtime not in ("singularity", "apptainer", "host"):
-        raise DnnbenchError(f"--runtime {o.run.runtime!r}: under Slurm, singularity (apptainer) or host")
+    engine = lookup(o.run.runtime)
+    if engine is None or not engine.slurm:
+        raise DnnbenchError(f"--runtime {o.run.runtime!r}: under Slurm, {spoken(where=lambda e: e.slurm)}")
 
 
 def _seconds(limit: str) -> int:
@@ -105,13 +106,14 @@ def _seconds(limit: str) -> int:
 
 
 def _image(o: SlurmOptions, dry_run: bool):
-    from dnnbench.containers import resolve as image
-    if o.run.runtime == "host":   # the nodes' Python: the same path, on a shared filesystem
-        return image.RunImage(ref=None, base=None, python=sys.executable, accelerator="nvidia")
-    if dry_run and not (o.run.image and Path(o.run.image).is_file()):
-        return image.RunImage(ref=o.run.image or "IMAGE.sif", base=o.run.base, python="python3",
-                              accelerator="nvidia")
-    return image.resolve_sif(o.run.image, o.run.base, False)
+    return _engine(o).slurm_image(o.run.image, o.run.base, dry_run)
+
+
+def _engine(o: SlurmOptions) -> Engine:
+    """The engine of a checked job (_check refuses one that cannot run under Slurm)."""
+    engine = lookup(o.run.runtime)
+    assert engine is not None
+    return engine
 
 
 def _launcher(python: str, module_args: list[str], per_node: int) -> list[str]:
@@ -187,7 +189,8 @@ def render(o: SlurmOptions, dry_run: bool = False) -> tuple[str, Path, str]:
                  ("--partition", o.partition or ""), ("--account", o.account or ""), ("--time", o.time or ""),
                  ("--run-id", run_id)] + [(f"--env {item.split('=', 1)[0]}", item) for item in o.env])
     run_dir = run_mod.make_run_dir(opts.results, run_id, dry_run)
-    contained = opts.runtime != "host"
+    engine = _engine(o)
+    contained = engine.contained
     gpus = o.gpus_per_node > 0
     per_node = o.gpus_per_node if gpus else (o.nproc_per_node or 1)
     results_in = plan_mod.RESULTS_DIR if contained else str(run_dir)
@@ -218,7 +221,7 @@ def render(o: SlurmOptions, dry_run: bool = False) -> tuple[str, Path, str]:
     env = {"DNNBENCH_RUN_ID": run_id, **environment.parse(o.env, slurm=True)}
     if img.ref:
         env["DNNBENCH_IMAGE"] = img.ref
-    plan = plan_mod.RunPlan(runtime="singularity" if contained else "host", workload=workload, run_id=run_id,
+    plan = plan_mod.RunPlan(runtime=engine.name, workload=workload, run_id=run_id,
                             run_dir=str(run_dir), image=img.ref, argv=[], env=env,
                             mounts=(run_mod.run_mounts(data, run_dir) + ([plan_mod.Mount(
                                 str(script[0]), script_mod.SCRIPT_DIR, read_only=True)] if script else []))
@@ -227,11 +230,7 @@ def render(o: SlurmOptions, dry_run: bool = False) -> tuple[str, Path, str]:
                             entrypoint=list(img.entrypoint))
 
     def wrap(argv: list[str]) -> list[str]:
-        if not contained:
-            return argv
-        from dnnbench.containers.engines import apptainer
-        exe = Path(apptainer.binary(required=False) or "apptainer").name   # the nodes' PATH finds it
-        return plan_mod.slurm_step(plan_mod.apptainer_command(dataclasses.replace(plan, argv=argv), exe))
+        return engine.slurm_step(dataclasses.replace(plan, argv=argv))
 
     # A benchmark: --no-requeue, as after a node failure Slurm would otherwise run the job again
     # into this run folder, over the result that says which node was lost. Training: --requeue

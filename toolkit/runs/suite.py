@@ -313,12 +313,10 @@ def _preflight(runs: list, suite_dir: Path, overrides: dict, engines: bool = Tru
         except DnnbenchError as exc:
             raise DnnbenchError(f"job {r.job} ({r.run_id}): {exc}") from None
         runtimes.add(plan.runtime)
-    if engines and "docker" in runtimes:
-        from dnnbench.containers.engines import docker
-        docker.client()
-    if engines and "singularity" in runtimes:
-        from dnnbench.containers.engines import apptainer
-        apptainer.binary()
+    from dnnbench.containers.engines import ENGINES
+    for engine in ENGINES.values():
+        if engines and engine.name in runtimes:
+            engine.preflight()
 
 
 def _remove_unfinished(run_dir: Path, suite_dir: Path) -> bool:

@@ -59,7 +59,7 @@ def train_plan(opts: RunOptions, train: dict) -> plan_mod.RunPlan:
     if resume and opts.run_id and not opts.dry_run:
         _check_resumable(opts.results, opts.run_id, opts.run_dir)
     plan = launch.build_plan(opts, resume=resume)
-    contained = plan.runtime != "host"
+    contained = plan_mod.engine_of(plan).contained
     python = plan.argv[0]
     launcher = [python] if plan.nproc <= 1 else [python, "-m", "torch.distributed.run", "--standalone",
                                                   "--nnodes=1", f"--nproc_per_node={plan.nproc}"]

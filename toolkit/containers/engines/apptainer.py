@@ -7,6 +7,7 @@ stdout and stderr merged, which raises on a non-zero exit.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -14,6 +15,7 @@ import subprocess
 from pathlib import Path
 from typing import Callable, Literal, overload
 
+from dnnbench.containers.engines.common import Mounted, Plan, chain, pinned
 from dnnbench.errors import DnnbenchError, EngineUnavailable
 from dnnbench import external
 from dnnbench.workloads import fileio
@@ -144,3 +146,91 @@ def labels(sif: Path) -> dict:
         return data.get("data", {}).get("attributes", {}).get("labels", {}) or {}
     except (ValueError, AttributeError):
         return {}
+
+
+def apptainer_env(plan: Plan) -> dict:
+    """Variables passed into `apptainer exec --cleanenv` (APPTAINERENV_ reaches the container)."""
+    # The home folder is mounted: packages in ~/.local must not shadow the image's.
+    env = {"PYTHONNOUSERSITE": "1", **plan.env}
+    if plan.gpus and plan.gpus != ["all"]:
+        key = "HIP_VISIBLE_DEVICES" if plan.accelerator == "amd" else "CUDA_VISIBLE_DEVICES"
+        env[key] = ",".join(plan.gpus)
+    return env
+
+
+def apptainer_bind(m: Mounted) -> str:
+    """A mount as `--bind src:dst[:ro]`. The spec has no quoting: a ',' would start another
+    bind and a ':' shift the fields, so such paths are refused rather than mis-mounted."""
+    for path in (m.source, m.target):
+        if "," in path or ":" in path:
+            raise DnnbenchError(f"Apptainer cannot bind {path!r}: its --bind spec has no way to quote ',' or ':'; "
+                                "use a path without them (a symlink to it works)")
+    return f"{m.source}:{m.target}" + (":ro" if m.read_only else "")
+
+
+def apptainer_command(plan: Plan, exe: str = "apptainer") -> list[str]:
+    cmd = [exe, "exec", "--cleanenv", "--pwd", plan.workdir]
+    if plan.gpus:
+        cmd += ["--rocm"] if plan.accelerator == "amd" else ["--nv"]
+    for m in plan.mounts:
+        cmd += ["--bind", apptainer_bind(m)]
+    for k, v in apptainer_env(plan).items():
+        cmd += ["--env", env_arg(k, v)]
+    return pinned(plan, cmd + [plan.image or "IMAGE.sif"] + chain(plan))
+
+
+def env_arg(name: str, value) -> str:
+    """One `--env` argument that Apptainer reads back as NAME=value. Its flag (a map of strings)
+    keeps an argument with one '=' whole (commas too), but reads one with more as a CSV line,
+    split at commas: NCCL_IB_HCA==mlx5_0,mlx5_1 would lose its second HCA. That one goes as a
+    single quoted CSV field."""
+    item = f"{name}={value}"
+    return '"' + item.replace('"', '""') + '"' if item.count("=") > 1 else item
+
+
+# --cleanenv drops the step's CUDA_VISIBLE_DEVICES (and ROCm's), so a Slurm step would see every
+# GPU of the node: these pass the ones Slurm gave this step, read where the step runs.
+STEP_DEVICES = ("CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL")
+_STEP_SCRIPT = "".join(f'[ -z "${{{v}+x}}" ] || export APPTAINERENV_{v}="${v}"; ' for v in STEP_DEVICES) + 'exec "$@"'
+
+
+def slurm_step(argv: list[str]) -> list[str]:
+    """An `apptainer exec --cleanenv` line as a Slurm step that keeps the GPUs Slurm assigned it."""
+    return ["sh", "-c", _STEP_SCRIPT, "dnnbench-step"] + list(argv)
+
+
+def _digest_cache() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "dnnbench" / "sif-sha256.json"
+
+
+def sif_digest(path: str) -> dict:
+    """SHA-256 of a .sif, computed once per (path, size, mtime) and cached: a large image takes
+    seconds to hash."""
+    p = Path(path)
+    try:
+        st = p.stat()
+    except OSError as exc:
+        return {"ref": path, "sha256": None, "problem": exc.strerror}
+    key = f"{p.resolve()}:{st.st_size}:{st.st_mtime_ns}"
+    cache_file = _digest_cache()
+    try:
+        cache = fileio.read_json(cache_file)
+    except (OSError, ValueError):
+        cache = {}
+    if not isinstance(cache, dict) or not isinstance(cache.get(key), str):
+        h = hashlib.sha256()
+        try:
+            with fileio.open_input(p) as fh:   # a FIFO or device is refused, not read forever
+                for block in iter(lambda: fh.read(1 << 22), b""):
+                    h.update(block)
+        except OSError as exc:
+            return {"ref": path, "sha256": None, "problem": exc.strerror}
+        cache = cache if isinstance(cache, dict) else {}
+        cache[key] = h.hexdigest()
+        try:
+            cache_file.parent.mkdir(parents=True, exist_ok=True)
+            fileio.write_json(cache_file, cache)
+        except OSError:
+            pass
+    return {"ref": path, "sha256": cache[key], "bytes": st.st_size}

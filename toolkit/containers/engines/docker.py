@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import re
 import secrets
+import shlex
 import time
 from pathlib import Path
 from typing import Callable, Iterable
 
+from dnnbench.containers.engines.common import Plan, chain, container_name
 from dnnbench.errors import DnnbenchError, EngineUnavailable
-from dnnbench.runs.plan import container_name
 from dnnbench.workloads import fileio
 
 HINT_DAEMON = ("cannot reach the Docker engine ({why}); start it (`systemctl start docker`, "
@@ -170,6 +171,57 @@ def explain_run_error(message: str) -> str:
     return message.strip()
 
 
+# what a ROCm GPU needs in a container: its devices, their group, and no seccomp filter
+AMD_DEVICES = ("/dev/kfd", "/dev/dri")
+AMD_GROUP = "video"
+AMD_SECURITY = "seccomp=unconfined"
+
+
+def _ulimit_flag(name: str, value) -> str:
+    return f"--ulimit={name}={value}:{value}"
+
+
+def docker_command(plan: Plan) -> list[str]:
+    """The `docker run` line equivalent to what the SDK does for this plan (create_kwargs)."""
+    cmd = ["docker", "run", "--rm", "--init", "--name", container_name(plan)]
+    if plan.user:
+        cmd += ["--user", plan.user]
+    if plan.ipc:
+        cmd += [f"--ipc={plan.ipc}"]
+    if plan.shm_size:
+        cmd += [f"--shm-size={plan.shm_size}"]
+    cmd += [_ulimit_flag(k, v) for k, v in plan.ulimits.items()]
+    cmd += [f"--cap-add={c}" for c in plan.cap_add]
+    if plan.cpuset:
+        cmd += [f"--cpuset-cpus={plan.cpuset}"]
+    if plan.memory:
+        cmd += [f"--memory={plan.memory}"]
+    if plan.gpus and plan.accelerator == "nvidia":
+        cmd += ["--gpus", "all" if plan.gpus == ["all"] else f'"device={",".join(plan.gpus)}"']
+    if plan.accelerator == "amd" and plan.gpus:
+        cmd += [f"--device={d}" for d in AMD_DEVICES] + [f"--group-add={AMD_GROUP}", f"--security-opt={AMD_SECURITY}"]
+    for m in plan.mounts:
+        cmd += ["-v", f"{m.source}:{m.target}" + (":ro" if m.read_only else "")]
+    for k, v in plan.env.items():
+        cmd += ["-e", f"{k}={v}"]
+    argv = chain(plan)
+    cmd += ["-w", plan.workdir, "--entrypoint", argv[0], plan.image or "IMAGE"] + argv[1:]
+    return cmd
+
+
+def command_line(plan: Plan) -> str:
+    return shlex.join(docker_command(plan))
+
+
+def digest(ref: str) -> dict:
+    """The image's id and repo digests (the id is what `docker run` takes to get this exact image)."""
+    try:
+        attrs = client().images.get(ref).attrs
+    except Exception as exc:  # noqa: BLE001 - a manifest without a digest beats no run
+        return {"ref": ref, "id": None, "repo_digests": [], "problem": str(exc)[:200]}
+    return {"ref": ref, "id": attrs.get("Id"), "repo_digests": list(attrs.get("RepoDigests") or [])}
+
+
 def create_kwargs(plan) -> dict:
     """docker SDK `containers.create` arguments for a RunPlan."""
     from docker.types import DeviceRequest, Mount, Ulimit
@@ -189,8 +241,8 @@ def create_kwargs(plan) -> dict:
         else:
             kwargs["device_requests"] = [DeviceRequest(device_ids=list(plan.gpus), capabilities=[["gpu"]])]
     elif plan.gpus and plan.accelerator == "amd":
-        kwargs.update(devices=["/dev/kfd:/dev/kfd:rwm", "/dev/dri:/dev/dri:rwm"], group_add=["video"],
-                      security_opt=["seccomp=unconfined"])
+        kwargs.update(devices=[f"{d}:{d}:rwm" for d in AMD_DEVICES], group_add=[AMD_GROUP],
+                      security_opt=[AMD_SECURITY])
         if plan.gpus != ["all"]:
             kwargs["environment"]["HIP_VISIBLE_DEVICES"] = ",".join(plan.gpus)
     return {k: v for k, v in kwargs.items() if v is not None}
@@ -217,6 +269,12 @@ class ContainerJob:
     @property
     def identity(self) -> dict:
         return {"container": self.name, "owner": self.owner}
+
+    def carry(self, name: str, value: str) -> None:
+        """Nothing: the container's owner label proves it the run's."""
+
+    def started_as(self) -> dict | None:
+        return None    # the claim's record names the container already
 
     @property
     def api(self):

@@ -57,11 +57,21 @@ def kill_orphan(identity: dict, token: str | None) -> bool:
 
 
 class ProcessJob:
+    output_goes_with_cleanup = False
+
     def __init__(self, argv: list[str], env: dict | None = None, cwd: str | None = None):
         self.argv, self.env, self.cwd = argv, env, cwd
         self.proc: subprocess.Popen | None = None
         self.descendants: reaper.Descendants | None = None
         self.left_behind: list[int] = []     # processes of the run found alive after it, and killed
+
+    def carry(self, name: str, value: str) -> None:
+        """NAME=value in the process's environment (the caller's, where none was given)."""
+        self.env = {**(self.env if self.env is not None else os.environ), name: value}
+
+    def started_as(self) -> dict | None:
+        """The process group, so a later run can stop it if this one dies."""
+        return {"process": self.identity} if self.identity else None
 
     def create(self) -> None:
         """Nothing to make before the process starts."""
