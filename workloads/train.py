@@ -32,7 +32,7 @@ import time
 import uuid
 from datetime import datetime
 
-from . import ending, fileio, options, schema, train_tasks, windows
+from . import ending, fileio, mlperf_log, options, schema, train_tasks, windows
 from .errors import UsageError
 from .options import Option
 
@@ -53,6 +53,13 @@ TRAIN_OPTIONS = (
     Option("lr_step", int, 30, "divide the lr by 10 every N epochs", low=1, high=10**6),
     Option("checkpoint_every", float, None, "also checkpoint every MIN minutes", metavar="MIN", above=0, high=1e6),
     Option("resume", bool, False, "continue from the run folder's last good checkpoint"),
+    # the MLPerf log (mlperf_log.txt, always written) and its division; the submission fields' overrides
+    Option("mlperf", str, None, "MLPerf division to log and check the run against (default: open, unchecked)",
+           choices=("closed", "open")),
+    Option("submission_org", str, None, "MLPerf submission_org (default: dnnbench)", metavar="TEXT"),
+    Option("submission_platform", str, None, "MLPerf submission_platform (default: GPUs or CPU)", metavar="TEXT"),
+    Option("submission_status", str, None, "MLPerf submission_status (default: research)",
+           choices=mlperf_log.STATUSES),
 )
 # the harness options that mean something for training
 SHARED = ("batch_size", "workers", "amp", "channels_last", "seed", "lr", "results", "run_id", "device")
@@ -190,12 +197,13 @@ def run(workload, argv):
     out_path = os.path.join(args.results, schema.RESULT_FILE)
     stopper = Stopper()
     code = EXIT_ERROR
+    mlog = mlperf_log.Log(args, workload, dist.rank)
     try:
         task = train_tasks.for_workload(workload.name)
         if task is None:
             raise UsageError("training mode covers the image classifiers and ncf for now; %s is not one "
                              "(`dnnbench workloads NAME` says what each evaluates)" % workload.name)
-        code = _train(workload, task, args, dist, result, stopper)
+        code = _train(workload, task, args, dist, result, stopper, mlog)
     except UsageError as exc:
         result.update(status="error", message=str(exc))
         _log("error: %s" % exc)
@@ -211,6 +219,7 @@ def run(workload, argv):
         code = EXIT_ERROR
     finally:
         result["ended"] = datetime.utcnow().isoformat() + "Z"
+        mlog.close(result)
         result["throughput"] = schema.throughput(result["windows"], dist.world_size)
         result["data_wait_fraction"] = windows.data_wait_fraction(result["windows"])
         try:
@@ -230,17 +239,21 @@ def run(workload, argv):
     return code
 
 
-def _train(workload, task_class, args, dist, result, stopper):
+def _train(workload, task_class, args, dist, result, stopper, mlog):
     """Set up (or resume), then epochs until the target, --epochs or --max-time; a signal stops
     it after a step that every rank agrees on, with a checkpoint to resume from."""
     run = _Training(workload, task_class, args, dist, result)
+    run.mlog = mlog
     if args.resume:
         run.resume()
+    mlog.run_start(run)
     run.begin_segment()
     while run.epoch < args.epochs:
+        mlog.epoch_start(run.epoch, run.step_in_epoch)
         code, train_loss = run.epoch_steps(stopper)
         if code is not None:
             return code
+        mlog.epoch_stop(run.epoch + 1)
         if run.end_epoch(train_loss):
             break
     run.finish()
@@ -415,6 +428,7 @@ class _Training(object):
                   "train_throughput": last["items"] * self.dist.world_size / max(1e-9, last["seconds"]),
                   "eval": None}
         if epoch % args.eval_every == 0 or epoch == args.epochs:
+            self.mlog.eval_start(epoch)
             record["eval"] = task.evaluate(self.model, self.amp)
         record["on_clock_s"] = self.on_clock()
         training["epochs"].append(record)
@@ -426,6 +440,8 @@ class _Training(object):
             record["train_throughput"], self.workload.unit,
             "  " + task.show(ev) if ev else "", record["on_clock_s"]))
         reached = ev is not None and args.target_accuracy is not None and ev[task.metric] >= args.target_accuracy
+        if ev is not None:
+            self.mlog.eval_result(epoch, ev[task.metric], reached)
         if reached:
             training["reached"], training["time_to_target_s"] = True, record["on_clock_s"]
             training["reached_at_epoch"] = epoch
