@@ -185,9 +185,9 @@ def optimizer_keys(opt, task, args, world_size):
         keys += [("sgd_opt_base_learning_rate", task.base_lr), ("sgd_opt_momentum", group.get("momentum", 0.0)),
                  ("sgd_opt_weight_decay", group.get("weight_decay", 0.0)),
                  ("model_bn_span", args.batch_size)]
-        schedule = getattr(task, "mlperf_schedule", None)
-        if schedule is not None:
-            keys += list(schedule())
+        poly = getattr(task, "poly", None)
+        if poly is not None:
+            keys += poly.mlperf_keys(args)
         else:   # pytorch/examples' step decay: not the closed division's polynomial one
             keys += [("opt_learning_rate_warmup_epochs", 0),
                      ("opt_learning_rate_decay_boundary_epochs",

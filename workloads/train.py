@@ -51,6 +51,10 @@ TRAIN_OPTIONS = (
     Option("image_size", int, None, "train/eval image side in pixels (default: the workload's)", metavar="PX",
            low=8, high=4096),
     Option("lr_step", int, 30, "divide the lr by 10 every N epochs", low=1, high=10**6),
+    Option("lr_schedule", str, "step", "step: lr / 10 every --lr-step epochs; poly: MLPerf ResNet's linear warmup "
+           "then polynomial decay (power 2) to 0.0001, per step", choices=("step", "poly")),
+    Option("warmup_epochs", float, 0.0, "with --lr-schedule poly: epochs of linear warmup", metavar="N",
+           low=0, high=10**6),
     Option("checkpoint_every", float, None, "also checkpoint every MIN minutes", metavar="MIN", above=0, high=1e6),
     Option("resume", bool, False, "continue from the run folder's last good checkpoint"),
     # the MLPerf log (mlperf_log.txt, always written) and its division; the submission fields' overrides
@@ -380,6 +384,7 @@ class _Training(object):
         self.clock.open()
         for s in range(self.step_in_epoch, steps):
             batch = self.clock.fetch(it)
+            train_tasks.step_lr(task, opt, epoch, s, steps)
             with compat.autocast(self.device, self.amp):
                 loss, n = task.loss(self.ddp, batch)
             opt.zero_grad(set_to_none=True)

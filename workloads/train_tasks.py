@@ -72,17 +72,25 @@ class Classification(object):
         self.train = Seeded(train, args.seed)
         workload.num_classes = len(train.classes)
         self.base_lr = args.lr if args.lr is not None else workload.default_lr(args.batch_size * dist.world_size)
+        self.poly = Poly(self.base_lr, args, (len(train) // dist.world_size) // args.batch_size) \
+            if getattr(args, "lr_schedule", "step") == "poly" else None
         self.facts = {"image_size": size, "train_transform": "RandomResizedCrop(%d) + flip" % size,
                       "eval_transform": "Resize(%d) + CenterCrop(%d)" % (int(round(size * 256 / 224.0)), size)}
         self.intro = "%d images, image size %d" % (len(train), size)
 
     def lr_at(self, epoch):
+        if self.poly:
+            return self.poly.lr(epoch * self.poly.steps_per_epoch)
         return self.base_lr * (0.1 ** (epoch // self.args.lr_step))
 
     def optimizer(self, model):
         import torch
         self.schedule = ("SGD momentum 0.9, weight decay %g, lr %g divided by 10 every %d epochs (pytorch/examples)"
                          % (self.workload.weight_decay, self.base_lr, self.args.lr_step))
+        if self.poly:
+            self.schedule = ("SGD momentum 0.9, weight decay %g, lr %g after %g warmup epochs, polynomial decay "
+                             "(power 2) to %g per step (MLPerf ResNet)" % (self.workload.weight_decay, self.base_lr,
+                                                                        self.args.warmup_epochs, Poly.END_LR))
         return torch.optim.SGD(model.parameters(), lr=self.base_lr, momentum=0.9,
                                weight_decay=self.workload.weight_decay)
 
@@ -268,6 +276,39 @@ def _sum(totals, dist, device):
         on = totals.to(device)
         tdist.all_reduce(on)
         totals.copy_(on.cpu())
+
+
+class Poly(object):
+    """MLPerf ResNet's schedule, per step: linear warmup to the base lr over --warmup-epochs, then
+    polynomial decay (power 2) to END_LR at the last step of --epochs."""
+    END_LR, POWER = 0.0001, 2
+
+    def __init__(self, base_lr, args, steps_per_epoch):
+        self.base_lr, self.steps_per_epoch = base_lr, max(1, steps_per_epoch)
+        self.warmup = int(round(args.warmup_epochs * self.steps_per_epoch))
+        self.decay_steps = max(1, args.epochs * self.steps_per_epoch - self.warmup)
+
+    def lr(self, step):
+        if step < self.warmup:
+            return self.base_lr * (step + 1) / self.warmup
+        left = max(0.0, 1.0 - float(step - self.warmup) / self.decay_steps)
+        return (self.base_lr - self.END_LR) * left ** self.POWER + self.END_LR
+
+    def mlperf_keys(self, args):
+        """The schedule under closed_resnet_sgd.yaml's names."""
+        return [("opt_learning_rate_warmup_epochs", args.warmup_epochs), ("sgd_opt_end_learning_rate", self.END_LR),
+                ("sgd_opt_learning_rate_decay_poly_power", self.POWER),
+                ("sgd_opt_learning_rate_decay_steps", self.decay_steps)]
+
+
+def step_lr(task, opt, epoch, step, steps):
+    """The lr for this step where the schedule changes it per step (poly); else nothing (the
+    epoch's lr was set before its first step)."""
+    poly = getattr(task, "poly", None)
+    if poly is not None:
+        lr = poly.lr(epoch * poly.steps_per_epoch + step)
+        for group in opt.param_groups:
+            group["lr"] = lr
 
 
 TASKS = {"vision": Classification, "recsys": Recommendation}   # keyed by the workload's module

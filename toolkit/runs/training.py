@@ -34,6 +34,12 @@ def check(opts: RunOptions, train: dict) -> None:
                             f"(`dnnbench workloads NAME` says what each evaluates)")
     if opts.data is None:
         raise DnnbenchError("training needs --data: an ImageNet-layout folder (train/, val/), or ratings.csv's folder for ncf")
+    if train.get("mlperf") == "closed":   # what breaks the closed division's rules, before anything runs
+        from dnnbench.results.mlperf import closed_problems
+        world = None if opts.gpus == "all" else len(opts.gpus.split(",")) if opts.gpus else opts.nproc or 1
+        found = closed_problems(opts.workload, train, opts.batch_size, opts.lr, world, opts.data)
+        if found:
+            raise DnnbenchError("--mlperf closed: " + "; ".join(found))
 
 
 def module_args(workload: str, opts: RunOptions, train: dict, *, data_in: str, results_in: str, run_id: str,
@@ -79,3 +85,13 @@ def _check_resumable(results: Path, run_id: str) -> None:
         status = None
     if status == "ok":
         raise DnnbenchError(f"--resume: {run_id} already finished (status ok); train again under a new --run-id")
+
+
+def train_command(opts: RunOptions, train: dict) -> int:
+    """`dnnbench train`: the plan run, then (with --mlperf) the MLPerf checker on its log."""
+    plan = train_plan(opts, train)
+    code = launch.run_plan(plan, opts)
+    if train.get("mlperf") and not opts.dry_run:
+        from dnnbench.results.mlperf import after_training
+        code = after_training(Path(plan.run_dir), code)
+    return code
