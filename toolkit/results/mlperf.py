@@ -18,7 +18,7 @@ from pathlib import Path
 
 from dnnbench.errors import DnnbenchError
 from dnnbench.workloads import fileio, schema
-from dnnbench.workloads.mlperf_log import LOG_FILE, RULESET, benchmark_of
+from dnnbench.workloads.mlperf_log import LOG_FILE, RULESET
 
 USAGE = "training"
 MAX_LOG_BYTES = 256 * 2**20
