@@ -117,7 +117,11 @@ def run_checker(text: str, ruleset: str = RULESET) -> tuple[str, list[str]]:
                             what="the MLPerf compliance checker", timeout=300, cwd=tmp)
     lines = [ln.rstrip() for ln in (res.stdout + "\n" + res.stderr).splitlines()]
     passed = res.returncode == 0 and any(ln.strip().endswith("SUCCESS") for ln in lines)
-    messages = [_plain(ln) for ln in lines if ln.strip() and not ln.startswith(("INFO", "** Logging output"))]
+    if any(ln.startswith("Traceback") for ln in lines):   # it stopped on the log (an opt_name it has no rules for)
+        last = next((ln.strip() for ln in reversed(lines) if ln.strip()), "")
+        return "fail", [f"the checker stopped on this log: {last[:500]}"]
+    # its rules' findings, without the state dumps it prints after each (JSON, the line itself)
+    messages = [_plain(ln) for ln in lines if ln[:1].isalpha() and not ln.startswith(("INFO", "current "))]
     return ("pass" if passed else "fail"), [m for m in messages if m][:50]
 
 
@@ -289,14 +293,14 @@ def rcp_check(run_dirs: list[Path], good: list[dict], benchmark: str | None) -> 
         checker = rcp_checker.RCP_Checker(USAGE, RULESET, benchmark, False)
     except Exception:   # noqa: BLE001 - a benchmark without reference points
         return f"no RCPs for {benchmark}"
-    if checker._find_rcp(size, "full_rcp") is None:
+    if checker._find_rcp(size, "full_rcps") is None:
         points = sorted({rec["BS"] for rec in checker.rcp_data.values()})
         return f"no RCP at batch {size} (RCPs at {', '.join(map(str, points[:4]))}, ...)"
     by_name = {d.name: d for d in run_dirs}
     with tempfile.TemporaryDirectory(prefix="dnnbench-rcp-") as tmp:
         for i, r in enumerate(good):
             fileio.write_atomic_text(str(Path(tmp) / f"result_{i}.txt"), read_log(by_name[r["run"]]))
-        ok, message, norm = rcp_checker.check_directory(tmp, USAGE, RULESET, False, False, rcp_pass="full_rcp")
+        ok, message, norm = rcp_checker.check_directory(tmp, USAGE, RULESET, False, False, rcp_pass="full_rcps")
     return f"{'pass' if ok else 'fail'}: {message}" + (f" (score x {norm:.3f})" if ok and norm and norm != 1 else "")
 
 
@@ -311,7 +315,7 @@ def print_scores(jobs: dict) -> None:
         cells = [[escape(visible(r["run"], one_line=True)), r["verdict"], r["status"] or "-",
                   "-" if r["time_to_train_s"] is None else f"{r['time_to_train_s'] / 60:.2f}",
                   str(r["segments"])] for r in score["runs"]]
-        print_table(escape(f"MLPerf {visible(name, one_line=True)} ({score['benchmark']}): run_start -> run_stop"),
+        print_table(escape(f"MLPerf: {visible(name, one_line=True)} ({score['benchmark']})"),
                     [Column("run", key=True), Column("checker", rank=9), Column("status", rank=8),
                      Column("minutes", right=True, rank=9), Column("segments", right=True, rank=5)], cells)
         if score["score_min"] is not None:
