@@ -219,3 +219,9 @@ def test_the_olympic_score_equals_mlperf_loggings_own(tmp_path_factory, closed_r
         "resnet", None, False, str(summarizer), "training", "4.0.0")
     assert ours["required"] == 5 and ours["scored"] == 5
     assert ours["score_min"] == pytest.approx(theirs, rel=1e-12)
+
+
+def test_the_mlperf_suite_is_valid_up_to_its_dataset(tmp_path):
+    """suites/mlperf-resnet50.yaml passes every check but the dataset's (ImageNet is not here)."""
+    res = dnnbench("suite", "run", "suites/mlperf-resnet50.yaml", "--dry-run", "--results", tmp_path)
+    one_line_error(res, "/imagenet does not exist")
