@@ -45,7 +45,7 @@ def log_cost_per_epoch(epochs):
             log.eval_start(e + 1)
             log.eval_result(e + 1, 50.0, False)
         spent = time.perf_counter() - t0
-        log.stream.close()
+        log.close({"status": "ok", "training": {}})
     return spent / epochs
 
 

@@ -225,3 +225,21 @@ def test_the_mlperf_suite_is_valid_up_to_its_dataset(tmp_path):
     """suites/mlperf-resnet50.yaml passes every check but the dataset's (ImageNet is not here)."""
     res = dnnbench("suite", "run", "suites/mlperf-resnet50.yaml", "--dry-run", "--results", tmp_path)
     one_line_error(res, "/imagenet does not exist")
+
+
+def test_eval_data_is_evaluated_beside_the_main_set(tmp_path, digits):
+    """--eval-data (ImageNetV2's role): the same model evaluated on a second set, in the same
+    class order; here the digits' own val/, so the two figures must agree exactly."""
+    res = _train(tmp_path / "e", digits, *TINY, "--epochs", "1", "--eval-data", str(digits))
+    ev = json.loads((tmp_path / "e" / "result.json").read_text())["training"]["epochs"][0]["eval"]
+    assert ev["extra"]["top1"] == ev["top1"] and ev["extra"]["samples"] == ev["samples"]
+    assert "(--eval-data top-1" in res.stderr
+
+
+def test_eval_data_of_other_classes_is_refused(tmp_path, digits):
+    other = tmp_path / "other" / "val" / "n00000001"
+    other.mkdir(parents=True)
+    shutil.copy(next((digits / "val" / "digit0").iterdir()), other / "a.png")
+    res = dnnbench("train", "resnet18", "--data", digits, "--runtime", "host", "--results", tmp_path, *TINY,
+                   "--epochs", "1", "--eval-data", tmp_path / "other")
+    assert res.returncode == 2 and "its classes are not the training set's" in res.stderr, res.stderr[-2000:]

@@ -60,10 +60,14 @@ class Log(object):
         except OSError as exc:   # a link or FIFO planted there: refused, the training goes on
             sys.stderr.write("warning: no MLPerf log: %s: %s\n" % (path, exc.strerror or exc))
             return
-        logger = logging.getLogger("dnnbench.mlperf.%d" % id(self))
+        logger = logging.getLogger("dnnbench.mlperf")
         logger.propagate = False
         logger.setLevel(logging.INFO)
-        logger.addHandler(logging.StreamHandler(self.stream))
+        for old in list(logger.handlers):   # one log per process: an earlier one's file is closed
+            logger.removeHandler(old)
+        self.handler = logging.StreamHandler(self.stream)
+        logger.addHandler(self.handler)
+        self.logger = logger
         self.mllog = mllog.MLLogger(logger=logger, default_stack_offset=2)
         self.mllog.event("cache_clear", value=False, metadata={
             "note": "dnnbench does not drop the page cache (root only); the dataset may be cached"})
@@ -171,6 +175,7 @@ class Log(object):
                           else "no target: the epochs ran out")
         else:
             self.run_stop("aborted", "%s: %s" % (status, result.get("message") or ""))
+        self.logger.removeHandler(self.handler)
         self.stream.close()
         self.mllog = None
 

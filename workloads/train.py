@@ -53,6 +53,8 @@ TRAIN_OPTIONS = (
     Option("lr_step", int, 30, "divide the lr by 10 every N epochs", low=1, high=10**6),
     Option("lr_schedule", str, "step", "step: lr / 10 every --lr-step epochs; poly: MLPerf ResNet's linear warmup "
            "then polynomial decay (power 2) to 0.0001, per step", choices=("step", "poly")),
+    Option("eval_data", str, None, "also evaluate on this folder's val/ (ImageNetV2 from `data prepare imagenetv2`), "
+           "reported beside the main evaluation", metavar="DIR"),
     Option("warmup_epochs", float, 0.0, "with --lr-schedule poly: epochs of linear warmup", metavar="N",
            low=0, high=10**6),
     Option("checkpoint_every", float, None, "also checkpoint every MIN minutes", metavar="MIN", above=0, high=1e6),

@@ -70,6 +70,7 @@ class Classification(object):
             raise UsageError("%s/train has %d images, fewer than one batch of %d" % (args.data, len(train),
                                                                                     args.batch_size))
         self.train = Seeded(train, args.seed)
+        self.extra = _extra_set(getattr(args, "eval_data", None), train.classes, self.val.transform, tvd)
         workload.num_classes = len(train.classes)
         self.base_lr = args.lr if args.lr is not None else workload.default_lr(args.batch_size * dist.world_size)
         self.poly = Poly(self.base_lr, args, (len(train) // dist.world_size) // args.batch_size) \
@@ -117,13 +118,20 @@ class Classification(object):
         return F.cross_entropy(out, y), x.shape[0]
 
     def evaluate(self, model, amp):
-        """top-1, top-5 (%) and mean loss over val/ (every rank's share, summed)."""
+        """top-1, top-5 (%) and mean loss over val/ (every rank's share, summed); with
+        --eval-data the same over that set too, under "extra"."""
+        ev = self._evaluate(model, amp, self.val)
+        if self.extra is not None:
+            ev["extra"] = self._evaluate(model, amp, self.extra)
+        return ev
+
+    def _evaluate(self, model, amp, dataset):
         import torch
         import torch.nn.functional as F
         from . import compat
         dist, device = self.dist, self.device
         loader = torch.utils.data.DataLoader(
-            torch.utils.data.Subset(self.val, list(range(dist.rank, len(self.val), dist.world_size))),
+            torch.utils.data.Subset(dataset, list(range(dist.rank, len(dataset), dist.world_size))),
             batch_size=self.args.batch_size, num_workers=self.args.workers)
         totals = torch.zeros(4, dtype=torch.float64)
         model.eval()
@@ -146,7 +154,25 @@ class Classification(object):
 
     @staticmethod
     def show(ev):
-        return "top-1 %.2f%%  top-5 %.2f%%" % (ev["top1"], ev["top5"])
+        extra = ev.get("extra")
+        return "top-1 %.2f%%  top-5 %.2f%%" % (ev["top1"], ev["top5"]) + (
+            "  (--eval-data top-1 %.2f%%  top-5 %.2f%%)" % (extra["top1"], extra["top5"]) if extra else "")
+
+
+def _extra_set(folder, classes, transform, tvd):
+    """--eval-data: its val/ (or the folder itself) as an ImageFolder whose class folders are
+    the training set's, so an index means the same class in both."""
+    if not folder:
+        return None
+    root = os.path.join(folder, "val") if fileio.is_real_dir(os.path.join(folder, "val")) else folder
+    if not fileio.is_real_dir(root):
+        raise UsageError("--eval-data %s is not a folder of class folders (val/<class>/)" % folder)
+    extra = tvd.ImageFolder(root, transform)
+    if extra.classes != list(classes):
+        missing = sorted(set(classes) - set(extra.classes))
+        raise UsageError("--eval-data %s: its classes are not the training set's (%d vs %d%s)" % (
+            folder, len(extra.classes), len(classes), "; e.g. no %s" % missing[0] if missing else ""))
+    return extra
 
 
 class Recommendation(object):

@@ -14,6 +14,7 @@ from dnnbench.workloads import options as options_mod, schema
 
 # the harness options that mean something when training (the rest time windows)
 SHARED = ("batch_size", "workers", "amp", "channels_last", "seed", "lr")
+EVAL_DATA_DIR = "/eval-data"   # --eval-data in a container
 
 
 def check(opts: RunOptions, train: dict) -> None:
@@ -34,6 +35,9 @@ def check(opts: RunOptions, train: dict) -> None:
                             f"(`dnnbench workloads NAME` says what each evaluates)")
     if opts.data is None:
         raise DnnbenchError("training needs --data: an ImageNet-layout folder (train/, val/), or ratings.csv's folder for ncf")
+    if train.get("eval_data") and not Path(train["eval_data"]).is_dir():
+        raise DnnbenchError(f"--eval-data {train['eval_data']} is not a folder (an ImageNetV2 folder from "
+                            f"`dnnbench data prepare imagenetv2`)")
     if train.get("mlperf") == "closed":   # what breaks the closed division's rules, before anything runs
         from dnnbench.results.mlperf import closed_problems
         world = None if opts.gpus == "all" else len(opts.gpus.split(",")) if opts.gpus else opts.nproc or 1
@@ -72,6 +76,11 @@ def train_plan(opts: RunOptions, train: dict) -> plan_mod.RunPlan:
         results_in=plan_mod.RESULTS_DIR if contained else plan.run_dir, run_id=plan.run_id,
         device="cuda" if plan.gpus else "cpu") + list(opts.extra)
     plan.profile = None
+    if train.get("eval_data"):   # the extra evaluation set: read-only beside the dataset in a container
+        real = str(names.real(train["eval_data"]))
+        if contained:
+            plan.mounts.append(plan_mod.Mount(real, EVAL_DATA_DIR, read_only=True))
+        plan.argv[plan.argv.index("--eval-data") + 1] = EVAL_DATA_DIR if contained else real
     return plan
 
 
