@@ -203,12 +203,13 @@ def run(workload, argv):
     out_path = os.path.join(args.results, schema.RESULT_FILE)
     stopper = Stopper()
     code = EXIT_ERROR
-    mlog = mlperf_log.Log(args, workload, dist.rank)
+    mlog = None
     try:
         task = train_tasks.for_workload(workload.name)
         if task is None:
             raise UsageError("training mode covers the image classifiers and ncf for now; %s is not one "
                              "(`dnnbench workloads NAME` says what each evaluates)" % workload.name)
+        mlog = mlperf_log.Log(args, workload, dist.rank)   # init_start: before the data and model
         code = _train(workload, task, args, dist, result, stopper, mlog)
     except UsageError as exc:
         result.update(status="error", message=str(exc))
@@ -225,7 +226,8 @@ def run(workload, argv):
         code = EXIT_ERROR
     finally:
         result["ended"] = datetime.utcnow().isoformat() + "Z"
-        mlog.close(result)
+        if mlog is not None:
+            mlog.close(result)
         result["throughput"] = schema.throughput(result["windows"], dist.world_size)
         result["data_wait_fraction"] = windows.data_wait_fraction(result["windows"])
         try:
