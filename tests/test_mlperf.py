@@ -3,6 +3,7 @@
 divisions require, broken closed logs fail and dnnbench says so plainly, a resumed run's log is
 judged as the README documents, and the olympic score equals mlperf-logging's own scoring."""
 import json
+import os
 import shutil
 import signal
 import subprocess
@@ -243,3 +244,15 @@ def test_eval_data_of_other_classes_is_refused(tmp_path, digits):
     res = dnnbench("train", "resnet18", "--data", digits, "--runtime", "host", "--results", tmp_path, *TINY,
                    "--epochs", "1", "--eval-data", tmp_path / "other")
     assert res.returncode == 2 and "its classes are not the training set's" in res.stderr, res.stderr[-2000:]
+
+
+@pytest.mark.parametrize("plant, fragment", [
+    (lambda p: os.mkfifo(p), "mlperf_log.txt"),
+    (lambda p: os.symlink("/etc/passwd", p), "mlperf_log.txt"),
+    (lambda p: p.mkdir(), "mlperf_log.txt"),
+])
+def test_a_log_that_is_not_a_file_is_one_line_and_never_read(tmp_path, plant, fragment):
+    """The checker reads a copy made through the file layer: a FIFO is not blocked on, a link
+    not followed, a folder not taken for the log."""
+    plant(tmp_path / "mlperf_log.txt")
+    one_line_error(dnnbench("mlperf", "check", tmp_path, timeout=60), fragment)
