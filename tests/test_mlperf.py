@@ -256,3 +256,14 @@ def test_a_log_that_is_not_a_file_is_one_line_and_never_read(tmp_path, plant, fr
     not followed, a folder not taken for the log."""
     plant(tmp_path / "mlperf_log.txt")
     one_line_error(dnnbench("mlperf", "check", tmp_path, timeout=60), fragment)
+
+
+def test_without_mlperf_logging_the_run_trains_and_says_so_in_one_line(tmp_path, digits):
+    """An image without mlperf-logging (the container side imports it lazily): no log, one line."""
+    code = ("import sys; sys.modules['mlperf_logging'] = None; sys.modules['mlperf_logging.mllog'] = None; "
+            "from dnnbench.workloads import train; sys.exit(train.main(sys.argv[1:]))")
+    res = subprocess.run([sys.executable, "-c", code, "resnet18", "--data", str(digits), "--results",
+                          str(tmp_path), *TINY, "--epochs", "1"], capture_output=True, text=True, timeout=900)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert res.stderr.count("mlperf-logging is not installed here") == 1
+    assert not (tmp_path / "mlperf_log.txt").exists() and (tmp_path / "result.json").exists()

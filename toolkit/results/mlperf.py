@@ -245,8 +245,8 @@ def olympic(minutes: list[float], dropped: int) -> float | None:
 
 
 def job_score(run_dirs: list[Path]) -> dict | None:
-    """A job's MLPerf score from its runs' logs: each run's verdict (recorded by the checker, or
-    'unchecked') and run_start -> run_stop; the olympic mean over the compliant converged runs
+    """A job's MLPerf score from its runs' logs: each run's verdict (recorded by `mlperf check`,
+    else the checker run now) and run_start -> run_stop; the olympic mean over the compliant converged runs
     (a run that did not converge or fails the checker is dropped; more than one: no score)."""
     runs = []
     for d in run_dirs:
@@ -256,6 +256,8 @@ def job_score(run_dirs: list[Path]) -> dict | None:
             continue
         info = summary(events(text))
         verdict = _recorded_verdict(d)
+        if verdict == "unchecked":   # never checked: the checker now (its verdict is not written back)
+            verdict = run_checker(text)[0]
         runs.append({"run": d.name, "verdict": verdict, **info})
     if not runs:
         return None
