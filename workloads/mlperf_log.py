@@ -68,7 +68,9 @@ class Log(object):
         self.handler = logging.StreamHandler(self.stream)
         logger.addHandler(self.handler)
         self.logger = logger
-        self.mllog = mllog.MLLogger(logger=logger, default_stack_offset=2)
+        # call sites named from the package's folder, not this machine's paths
+        self.mllog = mllog.MLLogger(logger=logger, default_stack_offset=2,
+                                    root_dir=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         self.mllog.event("cache_clear", value=False, metadata={
             "note": "dnnbench does not drop the page cache (root only); the dataset may be cached"})
         self.mllog.start("init_start", metadata={"dnnbench_run_id": args.run_id, "resume": bool(args.resume)})
