@@ -49,7 +49,9 @@ DTYPES = ("float16", "bfloat16", "float32", "float64", "uint8", "int8", "int16",
 # options a resume may change: when and how long to train, what to evaluate and where the files
 # are; everything else defines the trajectory and must stay as the run was started
 MAY_CHANGE = ("epochs", "target_accuracy", "max_time", "eval_every", "checkpoint_every", "workers", "data",
-              "results", "run_id")
+              "results", "run_id",
+              # what is measured or logged beside the trajectory, never the trajectory itself
+              "eval_data", "mlperf", "submission_org", "submission_platform", "submission_status")
 # what each optimizer keeps per parameter (a state naming anything else is another optimizer's)
 OPTIMIZER_STATE = {"SGD": ("momentum_buffer",), "Adam": ("step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq")}
 

@@ -246,6 +246,11 @@ def json_schema():
             "best": {"anyOf": [number, {"type": "null"}]},
             "epochs": {"type": "array", "items": {"type": "object"}},
             "segments": {"type": "array", "items": {"type": "object"}}}}]},
+        # the MLPerf compliance checker's verdict on the run's mlperf_log.txt (dnnbench mlperf check)
+        "mlperf": {"anyOf": [{"type": "null"}, {"type": "object", "required": ["verdict", "ruleset"], "properties": {
+            "verdict": {"enum": ["pass", "fail", "unchecked"]}, "ruleset": text,
+            "messages": {"type": "array", "items": text}, "segments": {"type": "integer", "minimum": 0},
+            "time_to_train_s": {"anyOf": [number, {"type": "null"}]}}}]},
     })
     result = {"type": "object", "required": sorted(REQUIRED), "properties": props}
     copies = {"type": "array", "maxItems": MAX_COPIES, "items": {"$ref": "#/$defs/copy"}}

@@ -33,7 +33,7 @@ import time
 import uuid
 from datetime import datetime
 
-from . import checkpoint, ending, fileio, options, schema, train_tasks, windows
+from . import checkpoint, ending, fileio, mlperf_log, options, schema, train_tasks, windows
 from .errors import UsageError
 from .options import Option
 
@@ -51,8 +51,21 @@ TRAIN_OPTIONS = (
     Option("image_size", int, None, "train/eval image side in pixels (default: the workload's)", metavar="PX",
            low=8, high=4096),
     Option("lr_step", int, 30, "divide the lr by 10 every N epochs", low=1, high=10**6),
+    Option("lr_schedule", str, "step", "step: lr / 10 every --lr-step epochs; poly: MLPerf ResNet's linear warmup "
+           "then polynomial decay (power 2) to 0.0001, per step", choices=("step", "poly")),
+    Option("eval_data", str, None, "also evaluate on this folder's val/ (ImageNetV2 from `data prepare imagenetv2`), "
+           "reported beside the main evaluation", metavar="DIR"),
+    Option("warmup_epochs", float, 0.0, "with --lr-schedule poly: epochs of linear warmup", metavar="N",
+           low=0, high=10**6),
     Option("checkpoint_every", float, None, "also checkpoint every MIN minutes", metavar="MIN", above=0, high=1e6),
     Option("resume", bool, False, "continue from the run folder's last good checkpoint"),
+    # the MLPerf log (mlperf_log.txt, always written) and its division; the submission fields' overrides
+    Option("mlperf", str, None, "MLPerf division to log and check the run against (default: open, unchecked)",
+           choices=("closed", "open")),
+    Option("submission_org", str, None, "MLPerf submission_org (default: dnnbench)", metavar="TEXT"),
+    Option("submission_platform", str, None, "MLPerf submission_platform (default: GPUs or CPU)", metavar="TEXT"),
+    Option("submission_status", str, None, "MLPerf submission_status (default: research)",
+           choices=mlperf_log.STATUSES),
 )
 # the harness options that mean something for training
 SHARED = ("batch_size", "workers", "amp", "channels_last", "seed", "lr", "results", "run_id", "device")
@@ -186,12 +199,14 @@ def run(workload, argv):
     guard = {"keep_partial": bool(args.resume)}
     stopper = Stopper()
     code = EXIT_ERROR
+    mlog = None
     try:
         task = train_tasks.for_workload(workload.name)
         if task is None:
             raise UsageError("training mode covers the image classifiers and ncf for now; %s is not one "
                              "(`dnnbench workloads NAME` says what each evaluates)" % workload.name)
-        code = _train(workload, task, args, dist, result, stopper, given, guard)
+        mlog = mlperf_log.Log(args, workload, dist.rank)   # init_start: before the data and model
+        code = _train(workload, task, args, dist, result, stopper, given, guard, mlog)
     except UsageError as exc:
         result.update(status="error", message=str(exc))
         _log("error: %s" % exc)
@@ -207,6 +222,8 @@ def run(workload, argv):
         code = EXIT_ERROR
     finally:
         result["ended"] = datetime.utcnow().isoformat() + "Z"
+        if mlog is not None:
+            mlog.close(result)
         result["throughput"] = schema.throughput(result["windows"], dist.world_size)
         result["data_wait_fraction"] = windows.data_wait_fraction(result["windows"])
         try:
@@ -226,21 +243,25 @@ def run(workload, argv):
     return code
 
 
-def _train(workload, task_class, args, dist, result, stopper, given, guard):
+def _train(workload, task_class, args, dist, result, stopper, given, guard, mlog):
     """Set up (or resume), then epochs until the target, --epochs or --max-time; a signal stops
     it after a step that every rank agrees on, with a checkpoint to resume from."""
     record = resume_options(workload, args, given) if args.resume else None
     run = _Training(workload, task_class, args, dist, result)
+    run.mlog = mlog
     if record is not None:
         run.resume(record)
         guard["keep_partial"] = False
     else:
         run.start_record()
+    mlog.run_start(run)
     run.begin_segment()
     while run.epoch < args.epochs:
+        mlog.epoch_start(run.epoch, run.step_in_epoch)
         code, train_loss = run.epoch_steps(stopper)
         if code is not None:
             return code
+        mlog.epoch_stop(run.epoch + 1)
         if run.end_epoch(train_loss):
             break
     run.finish()
@@ -408,6 +429,7 @@ class _Training(object):
         for s in range(self.step_in_epoch, steps):
             ticker.tick(s)
             batch = self.clock.fetch(it)
+            train_tasks.step_lr(task, opt, epoch, s, steps)
             with compat.autocast(self.device, self.amp):
                 loss, n = task.loss(self.ddp, batch)
             opt.zero_grad(set_to_none=True)
@@ -457,6 +479,7 @@ class _Training(object):
                   "train_throughput": last["items"] * self.dist.world_size / max(1e-9, last["seconds"]),
                   "eval": None}
         if epoch % args.eval_every == 0 or epoch == args.epochs:
+            self.mlog.eval_start(epoch)
             record["eval"] = task.evaluate(self.model, self.amp)
         record["on_clock_s"] = self.on_clock()
         training["epochs"].append(record)
@@ -468,6 +491,8 @@ class _Training(object):
             record["train_throughput"], self.workload.unit,
             "  " + task.show(ev) if ev else "", record["on_clock_s"]))
         reached = ev is not None and args.target_accuracy is not None and ev[task.metric] >= args.target_accuracy
+        if ev is not None:
+            self.mlog.eval_result(epoch, ev[task.metric], reached)
         if reached:
             training["reached"], training["time_to_target_s"] = True, record["on_clock_s"]
             training["reached_at_epoch"] = epoch

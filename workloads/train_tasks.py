@@ -96,13 +96,18 @@ class Classification(object):
                                                                                     args.batch_size))
         self.train = Seeded(train, args.seed)
         self.classes = list(train.classes)      # a checkpoint is resumed on these classes only
+        self.extra = _extra_set(getattr(args, "eval_data", None), train.classes, self.val.transform, tvd)
         workload.num_classes = len(train.classes)
         self.base_lr = args.lr if args.lr is not None else workload.default_lr(args.batch_size * dist.world_size)
+        self.poly = Poly(self.base_lr, args, (len(train) // dist.world_size) // args.batch_size) \
+            if getattr(args, "lr_schedule", "step") == "poly" else None
         self.facts = {"image_size": size, "train_transform": "RandomResizedCrop(%d) + flip" % size,
                       "eval_transform": "Resize(%d) + CenterCrop(%d)" % (int(round(size * 256 / 224.0)), size)}
         self.intro = "%d images, image size %d" % (len(train), size)
 
     def lr_at(self, epoch):
+        if self.poly:
+            return self.poly.lr(epoch * self.poly.steps_per_epoch)
         return self.base_lr * (0.1 ** (epoch // self.args.lr_step))
 
     def steps(self):
@@ -113,6 +118,10 @@ class Classification(object):
         import torch
         self.schedule = ("SGD momentum 0.9, weight decay %g, lr %g divided by 10 every %d epochs (pytorch/examples)"
                          % (self.workload.weight_decay, self.base_lr, self.args.lr_step))
+        if self.poly:
+            self.schedule = ("SGD momentum 0.9, weight decay %g, lr %g after %g warmup epochs, polynomial decay "
+                             "(power 2) to %g per step (MLPerf ResNet)" % (self.workload.weight_decay, self.base_lr,
+                                                                        self.args.warmup_epochs, Poly.END_LR))
         return torch.optim.SGD(model.parameters(), lr=self.base_lr, momentum=0.9,
                                weight_decay=self.workload.weight_decay)
 
@@ -139,13 +148,20 @@ class Classification(object):
         return F.cross_entropy(out, y), x.shape[0]
 
     def evaluate(self, model, amp):
-        """top-1, top-5 (%) and mean loss over val/ (every rank's share, summed)."""
+        """top-1, top-5 (%) and mean loss over val/ (every rank's share, summed); with
+        --eval-data the same over that set too, under "extra"."""
+        ev = self._evaluate(model, amp, self.val)
+        if self.extra is not None:
+            ev["extra"] = self._evaluate(model, amp, self.extra)
+        return ev
+
+    def _evaluate(self, model, amp, dataset):
         import torch
         import torch.nn.functional as F
         from . import compat
         dist, device = self.dist, self.device
         loader = torch.utils.data.DataLoader(
-            torch.utils.data.Subset(self.val, list(range(dist.rank, len(self.val), dist.world_size))),
+            torch.utils.data.Subset(dataset, list(range(dist.rank, len(dataset), dist.world_size))),
             batch_size=self.args.batch_size, num_workers=workers(self.args.workers))
         totals = torch.zeros(4, dtype=torch.float64)
         ticker = _eval_ticker(len(loader), dist)
@@ -170,7 +186,25 @@ class Classification(object):
 
     @staticmethod
     def show(ev):
-        return "top-1 %.2f%%  top-5 %.2f%%" % (ev["top1"], ev["top5"])
+        extra = ev.get("extra")
+        return "top-1 %.2f%%  top-5 %.2f%%" % (ev["top1"], ev["top5"]) + (
+            "  (--eval-data top-1 %.2f%%  top-5 %.2f%%)" % (extra["top1"], extra["top5"]) if extra else "")
+
+
+def _extra_set(folder, classes, transform, tvd):
+    """--eval-data: its val/ (or the folder itself) as an ImageFolder whose class folders are
+    the training set's, so an index means the same class in both."""
+    if not folder:
+        return None
+    root = os.path.join(folder, "val") if fileio.is_real_dir(os.path.join(folder, "val")) else folder
+    if not fileio.is_real_dir(root):
+        raise UsageError("--eval-data %s is not a folder of class folders (val/<class>/)" % folder)
+    extra = tvd.ImageFolder(root, transform)
+    if extra.classes != list(classes):
+        missing = sorted(set(classes) - set(extra.classes))
+        raise UsageError("--eval-data %s: its classes are not the training set's (%d vs %d%s)" % (
+            folder, len(extra.classes), len(classes), "; e.g. no %s" % missing[0] if missing else ""))
+    return extra
 
 
 class Recommendation(object):
@@ -305,6 +339,39 @@ def _sum(totals, dist, device):
         on = totals.to(device)
         tdist.all_reduce(on)
         totals.copy_(on.cpu())
+
+
+class Poly(object):
+    """MLPerf ResNet's schedule, per step: linear warmup to the base lr over --warmup-epochs, then
+    polynomial decay (power 2) to END_LR at the last step of --epochs."""
+    END_LR, POWER = 0.0001, 2
+
+    def __init__(self, base_lr, args, steps_per_epoch):
+        self.base_lr, self.steps_per_epoch = base_lr, max(1, steps_per_epoch)
+        self.warmup = int(round(args.warmup_epochs * self.steps_per_epoch))
+        self.decay_steps = max(1, args.epochs * self.steps_per_epoch - self.warmup)
+
+    def lr(self, step):
+        if step < self.warmup:
+            return self.base_lr * (step + 1) / self.warmup
+        left = max(0.0, 1.0 - float(step - self.warmup) / self.decay_steps)
+        return (self.base_lr - self.END_LR) * left ** self.POWER + self.END_LR
+
+    def mlperf_keys(self, args):
+        """The schedule under closed_resnet_sgd.yaml's names."""
+        return [("opt_learning_rate_warmup_epochs", args.warmup_epochs), ("sgd_opt_end_learning_rate", self.END_LR),
+                ("sgd_opt_learning_rate_decay_poly_power", self.POWER),
+                ("sgd_opt_learning_rate_decay_steps", self.decay_steps)]
+
+
+def step_lr(task, opt, epoch, step, steps):
+    """The lr for this step where the schedule changes it per step (poly); else nothing (the
+    epoch's lr was set before its first step)."""
+    poly = getattr(task, "poly", None)
+    if poly is not None:
+        lr = poly.lr(epoch * poly.steps_per_epoch + step)
+        for group in opt.param_groups:
+            group["lr"] = lr
 
 
 TASKS = {"vision": Classification, "recsys": Recommendation}   # keyed by the workload's module

@@ -27,18 +27,25 @@ def data_fake(
 
 @data_app.command("prepare")
 def data_prepare(
-    kind: str = typer.Argument(..., help="imagenet (ILSVRC2012)."),
+    kind: str = typer.Argument(..., help="imagenet (ILSVRC2012) or imagenetv2 (an ImageNetV2 archive)."),
     src: Path = typer.Option(..., "--from", help="Folder with ILSVRC2012_img_train.tar, ILSVRC2012_img_val.tar "
-                                                 "and ILSVRC2012_devkit_t12.tar.gz (read only, never changed)."),
+                                                 "and ILSVRC2012_devkit_t12.tar.gz (read only, never changed); "
+                                                 "imagenetv2: the archive, e.g. "
+                                                 "imagenetv2-matched-frequency.tar.gz."),
     to: Path = typer.Option(..., "--to", help="Folder to fill with train/<wnid>/ and val/<wnid>/."),
     val_map: Optional[Path] = typer.Option(None, "--val-map", help="Val labels instead of the devkit: lines "
                                            "'ILSVRC2012_val_00000001.JPEG n01751748' (valprep.sh and "
                                            "LOC_val_solution.csv work too)."),
     workers: Optional[int] = typer.Option(None, "--workers", help="Classes extracted at once (default: cores, at most 8)."),
+    classes_from: Optional[Path] = typer.Option(None, "--classes-from", help="imagenetv2: the ImageNet folder "
+                                                "whose sorted class folders the archive's 0..999 stand for."),
 ):
     """Extract the ImageNet tars into the layout the workloads read: nested train tars, val sorted
     into class folders. Checks disk space first; interrupt and rerun to resume; a finished
     folder is a no-op."""
+    if kind == "imagenetv2":
+        from dnnbench.datasets import imagenetv2
+        return imagenetv2.prepare_command(src, to, classes_from)
     from dnnbench.datasets.imagenet import prepare_command
     prepare_command(kind, src, to, val_map, workers)
 
@@ -46,7 +53,7 @@ def data_prepare(
 @data_app.command("verify")
 def data_verify(
     path: Path = typer.Argument(..., help="Dataset folder."),
-    kind: str = typer.Option(..., "--kind", "-k", help="imagenet, coco, text or ratings."),
+    kind: str = typer.Option(..., "--kind", "-k", help="imagenet, imagenetv2, coco, text or ratings."),
     deep: bool = typer.Option(False, "--deep", help="Also open every image (slow)."),
 ):
     """Check a dataset's layout the way the workloads read it; say exactly what is wrong."""

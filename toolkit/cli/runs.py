@@ -245,12 +245,11 @@ def train(
     train: dict = INJECTED,
 ):
     from dnnbench.runs import environment
-    from dnnbench.runs.launch import run_plan
-    from dnnbench.runs.training import train_plan
+    from dnnbench.runs.training import train_command
     opts = RunOptions(workload=workload, data=data, gpus=gpus, nproc=nproc, runtime=runtime, image=image,
                       base=None if image else base, build=False, results=results, run_id=run_id, timeout=timeout,
                       dry_run=dry_run, quiet=quiet, extra=list(ctx.args), env=environment.parse(env), **harness)
-    raise typer.Exit(run_plan(train_plan(opts, train), opts))
+    raise typer.Exit(train_command(opts, train))
 
 
 # what compare-images and bisect share: the ordered list, the job's place and the tolerance

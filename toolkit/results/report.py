@@ -379,6 +379,9 @@ def report_command(paths: list[Path], fmt: str, baseline: Path | None, weights: 
         else:
             import sys
             sys.stdout.write(text)
+    if form.name == "table" and output is None:   # training jobs with MLPerf logs: their score
+        from dnnbench.results.mlperf import print_scores
+        print_scores(jobs)
     return _exit(table)
 
 

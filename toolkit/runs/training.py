@@ -14,6 +14,7 @@ from dnnbench.workloads import options as options_mod, schema
 
 # the harness options that mean something when training (the rest time windows)
 SHARED = ("batch_size", "workers", "amp", "channels_last", "seed", "lr")
+EVAL_DATA_DIR = "/eval-data"   # --eval-data in a container
 
 
 def check(opts: RunOptions, train: dict) -> None:
@@ -34,6 +35,15 @@ def check(opts: RunOptions, train: dict) -> None:
                             f"(`dnnbench workloads NAME` says what each evaluates)")
     if opts.data is None:
         raise DnnbenchError("training needs --data: an ImageNet-layout folder (train/, val/), or ratings.csv's folder for ncf")
+    if train.get("eval_data") and not Path(train["eval_data"]).is_dir():
+        raise DnnbenchError(f"--eval-data {train['eval_data']} is not a folder (an ImageNetV2 folder from "
+                            f"`dnnbench data prepare imagenetv2`)")
+    if train.get("mlperf") == "closed":   # what breaks the closed division's rules, before anything runs
+        from dnnbench.results.mlperf import closed_problems
+        world = None if opts.gpus == "all" else len(opts.gpus.split(",")) if opts.gpus else opts.nproc or 1
+        found = closed_problems(opts.workload, train, opts.batch_size, opts.lr, world, opts.data)
+        if found:
+            raise DnnbenchError("--mlperf closed: " + "; ".join(found))
 
 
 def module_args(workload: str, opts: RunOptions, train: dict, *, data_in: str, results_in: str, run_id: str,
@@ -68,6 +78,11 @@ def train_plan(opts: RunOptions, train: dict) -> plan_mod.RunPlan:
         results_in=plan_mod.RESULTS_DIR if contained else plan.run_dir, run_id=plan.run_id,
         device="cuda" if plan.gpus else "cpu") + list(opts.extra)
     plan.profile = None
+    if train.get("eval_data"):   # the extra evaluation set: read-only beside the dataset in a container
+        real = str(names.real(train["eval_data"]))
+        if contained:
+            plan.mounts.append(plan_mod.Mount(real, EVAL_DATA_DIR, read_only=True))
+        plan.argv[plan.argv.index("--eval-data") + 1] = EVAL_DATA_DIR if contained else real
     return plan
 
 
@@ -81,3 +96,13 @@ def _check_resumable(results: Path, run_id: str, folder: Path | None = None) -> 
         status = None
     if status == "ok":
         raise DnnbenchError(f"--resume: {run_id} already finished (status ok); train again under a new --run-id")
+
+
+def train_command(opts: RunOptions, train: dict) -> int:
+    """`dnnbench train`: the plan run, then (with --mlperf) the MLPerf checker on its log."""
+    plan = train_plan(opts, train)
+    code = launch.run_plan(plan, opts)
+    if train.get("mlperf") and not opts.dry_run:
+        from dnnbench.results.mlperf import after_training
+        code = after_training(Path(plan.run_dir), code)
+    return code
