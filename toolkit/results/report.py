@@ -231,7 +231,7 @@ def rows(jobs: dict, baseline: dict | None, tolerance: float) -> list[dict]:
                "world_size": j.world_size, "unit": j.unit, "n": j.n, "failed": len(j.failed),
                "throughput": j.throughput, **_statistics(j.headline), "scaling": scaling_efficiency(j, jobs),
                "verdict": job_verdict(j.verdicts), **time_to_target(j.results),
-               "slow_hosts": fleet.slow_hosts(j.results)}
+               "slow_hosts": fleet.slow_hosts(j.results), "undecided_hosts": fleet.undecided(j.results)}
         if baseline is not None:
             row.update(baseline_mod.judge(baseline.get(name), j.headline, tolerance))
         out.append(row)

@@ -58,4 +58,5 @@ def notes(table: list[dict], total_score: float | None) -> list[str]:
     """The lines under the table: the score against a baseline, each slow host of a fleet."""
     lines = [] if total_score is None else [
         f"score (weighted geometric mean of throughput/target): {total_score:.3f}"]
-    return lines + [fleet.describe(r["job"], r["unit"] or "", slow) for r in table for slow in r.get("slow_hosts") or []]
+    return lines + [fleet.describe(r["job"], r["unit"] or "", slow) for r in table for slow in r.get("slow_hosts") or []] \
+        + [f"{r['job']}: {line}" for r in table for line in r.get("undecided_hosts") or []]
