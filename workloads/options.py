@@ -133,7 +133,7 @@ HARNESS_OPTIONS = (
 HOST_ONLY_OPTIONS = (
     Option("timeout", float, None, "stop the run after SECONDS", above=0, high=7 * 86400),
     Option("tolerance", float, 0.05, "relative tolerance of a target or a comparison", low=0, high=0.99),
-    Option("rounds", int, 6, "the most rounds, each in alternating order (A B, B A, ...): a verdict's evidence",
+    Option("rounds", int, 8, "the most rounds, each in alternating order (A B, B A, ...): a verdict's evidence",
            low=1, high=100),
     Option("weight", float, 1.0, "a job's weight in the score (0 leaves it out)", low=0, high=1e6),
     Option("nodes", int, 1, "Slurm nodes", low=1, high=100000),

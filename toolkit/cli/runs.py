@@ -280,7 +280,7 @@ def _images_job(workload: str, job: dict, harness: dict) -> tuple[RunOptions, Op
 def compare_images(
     workload: str = typer.Argument(..., help="Workload name (`dnnbench workloads`)."),
     wide: bool = typer.Option(False, "--wide", help="Every column, however wide."),
-    rounds: int = typer.Option(6, "--rounds", callback=in_range(BY_NAME["rounds"]),
+    rounds: int = typer.Option(8, "--rounds", callback=in_range(BY_NAME["rounds"]),
                                help="The most rounds: every image measured once a round, the order reversed "
                                     "each round (A B, B A, ...); verdicts from the rounds' paired ratios, "
                                     "looked at from 3 rounds on, stopping once all are decided."),
@@ -302,7 +302,7 @@ def bisect(
     workload: str = typer.Argument(..., help="Workload name (`dnnbench workloads`)."),
     good: Optional[str] = typer.Option(None, "--good", help="The last image known fast (default: the list's first)."),
     bad: Optional[str] = typer.Option(None, "--bad", help="The image known slow (default: the list's last)."),
-    rounds: int = typer.Option(6, "--rounds", callback=in_range(BY_NAME["rounds"]),
+    rounds: int = typer.Option(8, "--rounds", callback=in_range(BY_NAME["rounds"]),
                                help="The most rounds per judgement (the ends, then each midpoint with both "
                                     "ends), the order reversed each round; looked at from 3 rounds on."),
     harness: dict = INJECTED,
@@ -382,13 +382,18 @@ def reproduce(
     data: Optional[Path] = typer.Option(None, "--data", "-d", help="The dataset's folder here, when the result ran on one elsewhere."),
     tolerance: float = typer.Option(0.05, "--tolerance", callback=in_range(BY_NAME["tolerance"]), help="Reproduced when the 95% CI of new/old is within 1 +- this."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Do not echo the run's output."),
+    rounds: int = typer.Option(8, "--rounds", callback=in_range(BY_NAME["rounds"]),
+                               help="The most runs of the new side (with --image and the original here: "
+                                    "rounds of both, alternated); looked at from 3 on."),
 ):
     """Run the job of a result again (same workload, options, seed, data, GPUs; the same image by
-    digest) and compare the two: reproduced, faster, slower or inconclusive. Exit 1 when the new
-    run is clearly faster or slower than the tolerance allows."""
+    digest), in runs until the verdict rule decides: reproduced, faster, slower or inconclusive.
+    Single-sided (said so) unless --image names another image and the original can still run:
+    then the two alternate in rounds. Exit 1 when the new runs are clearly faster or slower than
+    the tolerance allows."""
     from dnnbench.runs.reproduce import reproduce_command
     raise typer.Exit(reproduce_command(result, runtime=plain(runtime), image=image, results=results, run_id=run_id,
-                                       tolerance=tolerance, quiet=quiet, data_dir=data))
+                                       tolerance=tolerance, quiet=quiet, data_dir=data, rounds=rounds))
 
 
 PASS_THROUGH = {"allow_extra_args": True, "ignore_unknown_options": False}

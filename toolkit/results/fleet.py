@@ -55,7 +55,7 @@ def slow_hosts(results: list[dict], tolerance: float = 0.05) -> list[dict]:
     figures = per_host(results)
     slow = []
     for host, j in judged(results, tolerance).items():
-        if j.verdict != "slower":
+        if j.verdict != "slower" or not j.ratio:
             continue
         f = figures[host]
         median = f["value"] / j.ratio

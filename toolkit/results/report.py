@@ -368,18 +368,18 @@ def compare_command(a: Path, b: Path, tolerance: float = 0.05, strict: bool = Fa
     jb = {n: j for (_, n), j in collect([b], system="B", strict=strict).items()}
     columns = [Column("job", key=True), Column("A", right=True, rank=9), Column("+-95% A", right=True, rank=6),
                Column("B", right=True, rank=9), Column("+-95% B", right=True, rank=6),
-               Column("B/A", right=True, rank=8), Column("B/A 95% CI", right=True, rank=7), Column("verdict", rank=9)]
+               Column("B/A", right=True, rank=8), Column("B/A 99% CI", right=True, rank=7), Column("verdict", rank=9)]
     verdicts, cells = {}, []
     for name in sorted(set(ja) | set(jb)):
         x, y = ja.get(name), jb.get(name)
         hx, hy = (x.headline if x else {}), (y.headline if y else {})
-        r = numbers.ratio(hx, hy)
-        verdicts[name] = numbers.compare_verdict(r, tolerance)
+        r = numbers.runs_ratio(x.results if x else [], y.results if y else [], tolerance)
+        verdicts[name] = r["verdict"]
         span = "-" if r["low"] is None else f"{r['low']:.3f}-{r['high']:.3f}"
         cells.append([escape(visible(name, one_line=True)), numbers.fmt(hx.get("value")), _fmt(hx.get("ci95_pct")),
                       numbers.fmt(hy.get("value")), _fmt(hy.get("ci95_pct")), _fmt(r["value"], 3), span,
                       verdicts[name]])
     print_table(escape(f"A = {visible(a, one_line=True)}   B = {visible(b, one_line=True)}   (throughput = "
-                       f"{numbers.STATISTIC}; verdict: the 95% CI of B/A within 1 +- {tolerance:g})"), columns, cells,
+                       f"{numbers.STATISTIC}; verdict: the 99% interval of B/A over runs within 1 +- {tolerance:g})"), columns, cells,
                 wide=wide)
     return verdicts

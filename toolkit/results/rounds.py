@@ -12,8 +12,9 @@ looks (Bonferroni: each look at 1 - (1 - CONFIDENCE) / looks), so the chance tha
 interval misses the true ratio is at most 1 - CONFIDENCE, extra looks included. A verdict is
 wrong only when an interval misses the truth (faster needs the whole interval above 1 +
 tolerance, slower below 1 - tolerance, same inside the band): P(wrong verdict) <= 1 - CONFIDENCE
-= 5 % per comparison, when the rounds' log-ratios are independent draws around the true one.
-Measured under drifting loads (benchmarks/verdict_errors.py): far below that.
+= 1 % per comparison, when the rounds' log-ratios are independent draws around the true one
+(a load that drifts makes neighbouring rounds alike: benchmarks/verdict_errors.py measures the
+rate under steps, ramps, bursts and two hogs; BENCHMARKS.md has the figures).
 
 The rounds stop as soon as the interval clears the band (faster, slower) or lies inside it
 (same); at `max_rounds` it is "inconclusive", with what would decide it.
@@ -21,12 +22,14 @@ The rounds stop as soon as the interval clears the band (faster, slower) or lies
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import statistics
 
-CONFIDENCE = 0.95
+CONFIDENCE = 0.99   # all looks together: a wrong verdict at most 1 % of the time
 FIRST_LOOK = 3      # rounds before the first look (2 give a t quantile in the hundreds)
-MAX_ROUNDS = 6      # the default --rounds: looks at 3, 4, 5 and 6 rounds
+MAX_ROUNDS = 8      # the default --rounds: looks at 3, 4, ... 8 rounds
+EDGE = 1e-9         # rounding: a ratio computed on the tolerance's edge is not beyond it
 LOAD_CHANGE = 3.0   # a load that moved by this factor between rounds is said with the verdict
 
 
@@ -65,6 +68,7 @@ def t_cdf(t: float, df: float) -> float:
     return 1.0 - tail if t >= 0 else tail
 
 
+@functools.lru_cache(maxsize=4096)
 def t_quantile(p: float, df: float) -> float:
     """Student's t quantile (0.5 < p < 1), by bisection on the CDF: exact to 1e-9."""
     lo, hi = 0.0, 1.0
@@ -103,7 +107,8 @@ class Judgement:
         """'-12.3 % (-15.0 .. -9.4)': the ratio as a change with its interval."""
         if self.ratio is None:
             return "-"
-        span = "" if self.low is None else f" ({(self.low - 1) * 100:+.1f} .. {(self.high - 1) * 100:+.1f} %)"
+        span = "" if self.low is None or self.high is None else \
+            f" ({(self.low - 1) * 100:+.1f} .. {(self.high - 1) * 100:+.1f} %)"
         return f"{(self.ratio - 1) * 100:+.1f} %{span}"
 
 
@@ -154,6 +159,18 @@ def _undecided(logs: list[float], mean: float, low: float | None, high: float | 
     return f"the rounds disagree by {spread:.0f} % (sd): about {need} rounds (--rounds {need}) would decide it"
 
 
+def _band(low: float | None, high: float | None, tolerance: float) -> str:
+    """faster/slower when the log interval clears 1 +- tolerance, same inside it, else inconclusive."""
+    up, down = math.log1p(tolerance), math.log1p(-tolerance)
+    if low is None or high is None:
+        return "inconclusive"
+    if low > up + EDGE:     # EDGE: a ratio computed on the band's edge is not beyond it
+        return "faster"
+    if high < down - EDGE:
+        return "slower"
+    return "same" if low >= down and high <= up else "inconclusive"
+
+
 def judge(logs: list[float], tolerance: float, max_rounds: int = MAX_ROUNDS, *, loads: list[float] | None = None,
           confidence: float = CONFIDENCE, first: int = FIRST_LOOK) -> Judgement:
     """B against A from the rounds' log(B/A): faster, slower, same (inside 1 +- tolerance) or
@@ -163,14 +180,7 @@ def judge(logs: list[float], tolerance: float, max_rounds: int = MAX_ROUNDS, *, 
     if mean is None:
         return Judgement("inconclusive", None, None, None, 0, max_rounds <= 0, "no rounds")
     up, down = math.log1p(tolerance), math.log1p(-tolerance)
-    verdict = "inconclusive"
-    if low is not None and high is not None:
-        if low > up:
-            verdict = "faster"
-        elif high < down:
-            verdict = "slower"
-        elif low >= down and high <= up:
-            verdict = "same"
+    verdict = _band(low, high, tolerance)
     done = verdict != "inconclusive" or n >= max_rounds
     why = ""
     if verdict == "inconclusive":
@@ -213,3 +223,28 @@ def log_ratios(a: list[float], b: list[float]) -> list[float]:
 def order(items: list, round_index: int) -> list:
     """The order of round `round_index` (0-based): as given, then reversed, and so on."""
     return list(items) if round_index % 2 == 0 else list(items)[::-1]
+
+
+def unpaired(a: list[float], b: list[float], tolerance: float, confidence: float = CONFIDENCE) -> Judgement:
+    """B against A from runs that were not alternated (two result sets measured apart): each run
+    one observation, Welch's interval of the difference of the mean log figures, one look. Fewer
+    than two runs a side: inconclusive (one run cannot tell a change from the load of its moment)."""
+    la = [math.log(x) for x in a if x and x > 0]
+    lb = [math.log(x) for x in b if x and x > 0]
+    if not la or not lb:
+        return Judgement("inconclusive", None, None, None, 0, True, "no figure on one side")
+    ratio = math.exp(statistics.fmean(lb) - statistics.fmean(la))
+    if len(la) < 2 or len(lb) < 2:
+        return Judgement("inconclusive", ratio, None, None, min(len(la), len(lb)), True,
+                         f"{len(la)} run(s) of A, {len(lb)} of B: two or more a side make an interval; "
+                         f"alternated rounds (compare-images) pair them")
+    va, vb = statistics.variance(la) / len(la), statistics.variance(lb) / len(lb)
+    se = math.sqrt(va + vb)
+    df = (len(la) + len(lb) - 2) if se == 0 else \
+        se ** 4 / (va ** 2 / (len(la) - 1) + vb ** 2 / (len(lb) - 1))
+    half = t_quantile(1.0 - (1.0 - confidence) / 2.0, max(1.0, df)) * se
+    mean = math.log(ratio)
+    verdict = _band(mean - half, mean + half, tolerance)
+    why = "" if verdict != "inconclusive" else \
+        f"runs of each side disagree by {(math.exp(math.sqrt(max(va * len(la), vb * len(lb)))) - 1) * 100:.0f} % (sd)"
+    return Judgement(verdict, ratio, math.exp(mean - half), math.exp(mean + half), min(len(la), len(lb)), True, why)

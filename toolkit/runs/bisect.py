@@ -100,11 +100,6 @@ def _interrupted(image: str) -> DnnbenchError:
                          f"steps that finished", exit_code=130)
 
 
-def _interrupted(image: str) -> DnnbenchError:
-    return DnnbenchError(f"interrupted while measuring {image}: the same command resumes, reading back the "
-                         f"steps that finished", exit_code=130)
-
-
 # --- identity before reuse ---------------------------------------------------------------------
 
 # the options that change the work a step measures (the rest only change how long it is timed)
@@ -156,7 +151,7 @@ def mismatch(data: dict, stored: object, want: dict, digest: str | None) -> str 
             what = {"image": "the image", "extra": "the workload's arguments", "env": "--env",
                     "dataset": "the dataset's fingerprint"}[key]
             return f"{what} differ{'s' if key != 'extra' else ''}: {stored.get(key)!r}, now {want[key]!r}"
-    old = stored.get("options") if isinstance(stored.get("options"), dict) else {}
+    old: dict = stored["options"] if isinstance(stored.get("options"), dict) else {}
     for key, value in want["options"].items():
         if old.get(key) != value:
             return f"--{key.replace('_', '-')} was {old.get(key)!r}, now {value!r}"
@@ -239,9 +234,8 @@ def measure(step: Step, base: str | None, template: RunOptions, *, dataset: dict
     if step.load is None:
         after = _load_now()
         step.load = None if before is None or after is None else (before + after) / 2
-    stored = dict(want, image=_recorded_digest(data) or digest)
     try:
-        fileio.write_json(str(run_dir / STEP_FILE), stored)
+        fileio.write_json(str(run_dir / STEP_FILE), want)
     except OSError as exc:
         warn(f"{run_dir / STEP_FILE}: not written ({exc.strerror or exc}): the step will be measured again")
     return step
@@ -295,7 +289,7 @@ def _loads(table: list[dict[int, Step]], members: list[int]) -> list[float]:
     """Each round's load: the mean of its runs' 1-minute load averages (None left out)."""
     out = []
     for r in table:
-        values = [r[i].load for i in members if r[i].load is not None]
+        values = [x for x in (r[i].load for i in members) if x is not None]
         if values:
             out.append(sum(values) / len(values))
     return out
@@ -402,7 +396,7 @@ def compare_images_command(opts: RunOptions, images: list[str] | None, bases: st
                 f"{max_rounds}; results in {escape(str(folder))})",
                 [Column("image", key=True), Column("pytorch", rank=5), Column("cuda", rank=4),
                  Column("cudnn", rank=2), Column("nccl", rank=2), Column("throughput", right=True, rank=9),
-                 Column("+-95%", right=True, rank=6), Column("ratio 95%", right=True, rank=7),
+                 Column("+-95%", right=True, rank=6), Column("ratio CI", right=True, rank=7),
                  Column("ratio", right=True, rank=8), Column("verdict", rank=9)],
                 rows, wide=wide)
     for i, j in judged.items():
