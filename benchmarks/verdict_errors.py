@@ -26,11 +26,17 @@ Rules:
 Wrong: faster/slower when the truth is within the tolerance or the other way; same when the
 truth is outside it. Prints per rule and pattern: wrong %, inconclusive %, mean runs.
 
+  recN       (--recorded RESULT) a real run's window series replayed: each replayed window
+             takes the next recorded window's seconds (scaled by the work), so the runs get
+             what the machine really did
+
 Usage: python benchmarks/verdict_errors.py [--replays 1000] [--tolerance 0.05] [--seed 1]
+           [--recorded result.json]
 """
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import random
 import sys
@@ -78,7 +84,21 @@ class Machine:
         return work * self.slowdown(t) * math.exp(self.state)
 
 
-def run(machine: Machine, clock: list, work: float, tolerance: float) -> dict:
+class Recorded:
+    """A recorded run's window series as the machine: each window replays the next recorded one
+    (scaled by the work), from a random start, wrapping around; what the machine did between
+    the recorded windows is what the replayed runs get."""
+
+    def __init__(self, seconds: list[float], rng: random.Random):
+        self.seconds, self.i = seconds, rng.randrange(len(seconds))
+        self.median = sorted(seconds)[len(seconds) // 2]
+
+    def window(self, t: float, work: float) -> float:
+        self.i = (self.i + 1) % len(self.seconds)
+        return work * self.seconds[self.i] / self.median
+
+
+def run(machine, clock: list, work: float, tolerance: float) -> dict:
     """One run: windows until the CI is within half the tolerance (3 to 30), as a step is measured."""
     windows = []
     clock[0] += GAP
@@ -140,6 +160,9 @@ def main() -> None:
     p.add_argument("--tolerance", type=float, default=0.05)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--rules", default=",".join(RULES))
+    p.add_argument("--patterns", default=",".join(PATTERNS), help="the synthetic patterns (empty: none)")
+    p.add_argument("--recorded", action="append", default=[], metavar="RESULT_JSON",
+                   help="also replay the windows of a recorded run (a long one: --repeat 400)")
     p.add_argument("--confidence", type=float, default=None, help="the rounds rule's (default: its own)")
     p.add_argument("--max-rounds", type=int, default=rounds.MAX_ROUNDS, help="the rounds rule's --rounds")
     args = p.parse_args()
@@ -149,15 +172,22 @@ def main() -> None:
           f"confidence {args.confidence or rounds.CONFIDENCE}, at most {args.max_rounds} rounds")
     print(f"{'rule':<11} {'pattern':<9} " + " ".join(f"{'r=' + str(r):>17}" for r in RATIOS)
           + f" {'all wrong':>9} {'runs':>5}")
+    recorded = {}
+    for path in args.recorded:
+        data = json.loads(Path(path).read_text())
+        recorded[f"rec{len(recorded) + 1}"] = [w["seconds"] for w in data["windows"]]
+        print(f"rec{len(recorded)}: {path}: {len(data['windows'])} windows, "
+              f"{min(recorded[f'rec{len(recorded)}']):.3g}-{max(recorded[f'rec{len(recorded)}']):.3g} s")
     for name in args.rules.split(","):
         rule = RULES[name]
         totals = {"wrong": 0, "n": 0}
-        for pattern in PATTERNS:
+        for pattern in (*[x for x in args.patterns.split(",") if x], *recorded):
             cells, runs = [], 0
             for ratio in RATIOS:
                 w = inc = 0
                 for _ in range(args.replays):
-                    machine = Machine(pattern, rng, span=200.0)
+                    machine = Recorded(recorded[pattern], rng) if pattern in recorded else \
+                        Machine(pattern, rng, span=200.0)
                     verdict, used = rule(machine, [0.0], ratio, args.tolerance)
                     w += wrong(verdict, ratio, args.tolerance)
                     inc += verdict == "inconclusive"

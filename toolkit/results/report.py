@@ -16,7 +16,7 @@ from dnnbench.workloads import fileio, schema
 
 from dnnbench.console import visible
 from dnnbench.errors import DnnbenchError
-from dnnbench.results import baseline as baseline_mod, fleet, numbers
+from dnnbench.results import baseline as baseline_mod, fleet, load, numbers
 from dnnbench.results.formats import View, format_of
 from dnnbench.results.formats.cells import fmt as _fmt
 from dnnbench.results.record import gpu_model, gpu_name, verdict_of
@@ -231,7 +231,9 @@ def rows(jobs: dict, baseline: dict | None, tolerance: float) -> list[dict]:
                "world_size": j.world_size, "unit": j.unit, "n": j.n, "failed": len(j.failed),
                "throughput": j.throughput, **_statistics(j.headline), "scaling": scaling_efficiency(j, jobs),
                "verdict": job_verdict(j.verdicts), **time_to_target(j.results),
-               "slow_hosts": fleet.slow_hosts(j.results), "undecided_hosts": fleet.undecided(j.results)}
+               "slow_hosts": fleet.slow_hosts(j.results), "undecided_hosts": fleet.undecided(j.results),
+               "wide_why": load.why_wide(j.headline.get("ci95_pct"), j.n,
+                                         [w for r in j.results for w in r.get("windows") or []])}
         if baseline is not None:
             row.update(baseline_mod.judge(baseline.get(name), j.headline, tolerance))
         out.append(row)

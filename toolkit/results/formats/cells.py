@@ -59,4 +59,6 @@ def notes(table: list[dict], total_score: float | None) -> list[str]:
     lines = [] if total_score is None else [
         f"score (weighted geometric mean of throughput/target): {total_score:.3f}"]
     return lines + [fleet.describe(r["job"], r["unit"] or "", slow) for r in table for slow in r.get("slow_hosts") or []] \
-        + [f"{r['job']}: {line}" for r in table for line in r.get("undecided_hosts") or []]
+        + [f"{r['job']}: {line}" for r in table for line in r.get("undecided_hosts") or []] \
+        + [f"{r['job']}: " + ("no 95% CI" if r.get("ci95_pct") is None else f"95% CI +-{fmt(r['ci95_pct'])} %")
+           + f": {r['wide_why']}" for r in table if r.get("wide_why")]
