@@ -140,7 +140,7 @@ def test_one_round_says_inconclusive(monkeypatch, tmp_path, capsys):
                                       ["img:a", "img:b"], None, TOL, wide=True, rounds=1)
     out = " ".join(capsys.readouterr().out.split())
     assert _rows(out.replace(" img:", "\nimg:"))[1][-1] == "inconclusive"
-    assert "img:b: inconclusive after 1 rounds: 1 round" in out
+    assert "img:b: inconclusive after 1 round: 1 round: a round alternates both sides once" in out
 
 
 @settings(max_examples=40, deadline=None)

@@ -401,7 +401,8 @@ def compare_images_command(opts: RunOptions, images: list[str] | None, bases: st
                 rows, wide=wide)
     for i, j in judged.items():
         if j.why:
-            out.print(f"{escape(listed[i][0])}: {j.verdict} after {j.rounds} rounds: {escape(j.why)}")
+            out.print(f"{escape(listed[i][0])}: {j.verdict} after {j.rounds} round{'s' if j.rounds != 1 else ''}: "
+                      f"{escape(j.why)}")
     return 0
 
 
