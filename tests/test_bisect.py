@@ -2,6 +2,7 @@
 brings a regression (its optimizer step got slower, as a release that changed a kernel or a
 threading default would), built on the test image by the real Docker engine."""
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -112,35 +113,46 @@ def test_bisect_finds_the_first_slower_release_in_log2_steps_resumes_and_tables_
     assert "the same command resumes" in err.splitlines()[-1]
     assert sorted(s for s in _steps(folder).values() if s == "ok") == ["ok", "ok"]
     # the same command resumes: the two runs read back, then the ends in 3 rounds (A B, B A, A B),
-    # then r4 (good), r6 (bad), r5 (good), each in 3 rounds with both ends: 5 of 8 images, 33 runs
+    # then on a quiet machine r4 (good), r6 (bad), r5 (good), each in 3 rounds with both ends: 5 of
+    # 8 images in 33 runs (tests/test_rounds.py checks that count on a stand-in machine). A busy
+    # machine can leave a midpoint undecided after 3 rounds (seen here at load 8-16: r4 measured
+    # 4.6, 3.4 and 3.3/s beside r1's 4.4-4.1): then the answer is the range the evidence supports,
+    # which must hold r6. What load cannot change: never a wrong release, and the runs add up.
     res = dnnbench(*args, timeout=3600)
-    assert res.returncode == 0, res.stdout + res.stderr
-    assert f"first slower: {releases[5]} (" in res.stdout and f"last good: {releases[4]}" in res.stdout
-    assert "5 images in 33 runs (31 run now, 2 read back)" in " ".join(res.stdout.split()), res.stdout
+    text = " ".join(res.stdout.split())
+    if res.returncode == 0:
+        assert f"first slower: {releases[5]} (" in text and f"last good: {releases[4]}" in text, text
+    else:
+        assert res.returncode == 1 and "stays inconclusive against both ends after 3 rounds" in text, text
+        lo, hi = (int(x) for x in text.split("(the images from ")[1].split(" of the list")[0].split(" to "))
+        assert lo <= 5 <= hi, text
+    images, runs, now = (int(x) for x in re.search(r"(\d+) images in (\d+) runs \((\d+) run now, 2 read back\)",
+                                                   text).groups())
+    assert runs == now + 2 and runs % 3 == 0 and runs >= 15, text
     # a line per figure as it lands, with its round
     assert "[round 3 of <=3] 03-" in res.stderr
     measured = sorted(k for k, v in _steps(folder).items() if v == "ok")
-    assert sorted({int(k[:2]) for k in measured}) == [0, 3, 4, 5, 7], measured
+    assert len(measured) == runs and {0, 3, 7} <= {int(k[:2]) for k in measured}, measured
     # every step is an ordinary result: report reads them
     report = json.loads(dnnbench("report", folder, "-f", "json", check=0).stdout)
-    assert sum(j["n"] for j in report["jobs"]) >= 33
-    # once more: every step read back, none run
+    assert sum(j["n"] for j in report["jobs"]) == runs
+    # once more: every step read back, none run, the same answer
     again = dnnbench(*args, timeout=600)
-    assert again.returncode == 0 and "(0 run now, 33 read back)" in " ".join(again.stdout.split())
+    assert again.returncode == res.returncode and f"(0 run now, {runs} read back)" in " ".join(again.stdout.split())
     # with another --batch-size nothing is read back: the first step is measured again beside it
     other = dnnbench(*[a if a != "1" or i != args.index("--batch-size") + 1 else "2" for i, a in enumerate(args)],
                      "--rounds", "1", timeout=1200)
     assert "measured again, not read back from 00-" in other.stderr and "--batch-size was 1, now 2" in other.stderr
-    # compare-images over the measured releases: read back, one row each, verdicts against r1
-    shown = [releases[i] for i in (0, 3, 4, 5, 7)]
+    assert (folder / (sorted(p.name for p in folder.iterdir() if p.name.startswith("00-"))[0] + "-again2")).is_dir()
+    # compare-images over r1, r4 and r8: read back, one row each, verdicts against r1, right or
+    # inconclusive (r4 is r1's code, r8 the slower one)
+    shown = [releases[i] for i in (0, 3, 7)]
     table = dnnbench("compare-images", WORKLOAD, "--images", ",".join(shown), "--results", tmp_path,
                      "--run-id", "b", "--tolerance", "0.1", "--rounds", "3", *TINY, timeout=1800)
     assert table.returncode == 0, table.stdout + table.stderr
     rows = [line.split() for line in table.stdout.splitlines() if line.startswith("dnnbench-test-bisect")]
     assert [r[0] for r in rows] == shown and rows[0][-1] == "first"
-    # right or inconclusive, never wrong: r4 and r5 are r1's code, r6 and r8 the slower one
-    assert rows[1][-1] in ("same", "inconclusive") and rows[2][-1] in ("same", "inconclusive"), rows
-    assert rows[3][-1] in ("slower", "inconclusive") and rows[4][-1] in ("slower", "inconclusive"), rows
+    assert rows[1][-1] in ("same", "inconclusive") and rows[2][-1] in ("slower", "inconclusive"), rows
     # ends the same code (r1 and r5): nothing to bisect, exit 1
     same = dnnbench("bisect", WORKLOAD, "--images", f"{releases[0]},{releases[4]}", "--results", tmp_path,
                     "--run-id", "b", "--tolerance", "0.5", "--rounds", "3", *TINY, timeout=1200)
