@@ -318,9 +318,13 @@ def test_manifest_in_every_result(host_run):
 
 def test_reproduce_reruns_the_same_job_and_gives_a_verdict(host_run):
     root, _, data = host_run
-    res = dnnbench("reproduce", root / "results" / "one", "--results", root / "again", "--run-id", "two", "-q")
+    res = dnnbench("reproduce", root / "results" / "one", "--results", root / "again", "--run-id", "two", "-q",
+                   "--rounds", "3")
     assert res.returncode in (0, 1), res.stderr
     assert re.search(r"^verdict: (reproduced|not reproduced|inconclusive)", res.stdout, re.M), res.stdout
+    # the new side in runs (3: the first look), and the verdict says it could not re-measure the old
+    assert sorted(p.name for p in (root / "again").iterdir()) == ["two", "two-new2", "two-new3"]
+    assert "single-sided" in " ".join(res.stdout.split())
     new = json.loads((root / "again" / "two" / "result.json").read_text())
     keys = ("batch_size", "number", "repeat", "warmup", "seed", "amp", "lr", "device")
     assert {k: new["options"][k] for k in keys} == {k: data["options"][k] for k in keys}

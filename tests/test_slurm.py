@@ -326,27 +326,32 @@ class _SlowNode:
 
 @pytest.mark.engine
 def test_each_node_finds_the_slow_node(slurm_cluster, tmp_path):
-    """`--each-node`: one run per node, all at once, each its own result; the fleet check (at the
-    end of --wait, and in `report`) names the node held to a tenth of a core, and no other.
-    (A fifth was not enough beside two CPU hogs: the other nodes got little more, and the
-    windows' CIs overlapped.)"""
+    """`--each-node`: one run per node, all at once, each its own result. One round cannot tell a
+    slow node from a busy moment: the fleet check (at the end of --wait, and in `report`) names
+    no node but says the node held to a tenth of a core is below the median, inconclusive; a
+    second --each-node run is a second round, and `report` over both names it, and no other."""
     slow = _SlowNode("node2", quota_us=10000)
     try:
         res = dnnbench("slurm", "resnet18", "--runtime", "host", "--results", tmp_path, "--run-id", "fleet",
                        "--nodes", "3", "--each-node", "--submit", "--wait", "--batch-size", "2", "--number", "2",
-                       "--repeat", "5", "--warmup", "1", check=1)
+                       "--repeat", "5", "--warmup", "1", check=0)
+        again = dnnbench("slurm", "resnet18", "--runtime", "host", "--results", tmp_path, "--run-id", "fleet2",
+                         "--nodes", "3", "--each-node", "--submit", "--wait", "--batch-size", "2", "--number", "2",
+                         "--repeat", "5", "--warmup", "1", check=0)
     finally:
         slow.undo()
     runs = {p.parent.name: _result(p.parent) for p in (tmp_path / "fleet").glob("*/result.json")}
     assert sorted(runs) == slurm_cluster
     assert all(d["status"] == "ok" and d["run_id"] == f"fleet-{n}" and d["system"]["host"] == n
                for n, d in runs.items())
-    assert res.stderr.strip().splitlines()[-1].startswith("error: fleet check: node2 slower than the median node")
-    assert "slow host node2: resnet18-bs2" in " ".join(res.stdout.split())
-    rep = json.loads(dnnbench("report", tmp_path / "fleet", "--format", "json", check=0).stdout)
+    for one in (res, again):
+        assert "fleet check: inconclusive" in one.stderr and "slow host" not in one.stdout
+        assert "host node2: " in " ".join(one.stdout.split())
+    rep = json.loads(dnnbench("report", tmp_path / "fleet", tmp_path / "fleet2", "--format", "json",
+                              check=0).stdout)
     (job,) = rep["jobs"]
-    assert job["n"] == 3 and [s["host"] for s in job["slow_hosts"]] == ["node2"]
-    assert job["slow_hosts"][0]["below_median_pct"] > 0
+    assert job["n"] == 6 and [s["host"] for s in job["slow_hosts"]] == ["node2"]
+    assert job["slow_hosts"][0]["below_median_pct"] > 0 and job["slow_hosts"][0]["rounds"] == 2
 
 
 @pytest.mark.engine

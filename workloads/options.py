@@ -133,7 +133,8 @@ HARNESS_OPTIONS = (
 HOST_ONLY_OPTIONS = (
     Option("timeout", float, None, "stop the run after SECONDS", above=0, high=7 * 86400),
     Option("tolerance", float, 0.05, "relative tolerance of a target or a comparison", low=0, high=0.99),
-    Option("rounds", int, 1, "rounds over the images, in alternating order (compare-images)", low=1, high=100),
+    Option("rounds", int, 8, "the most rounds, each in alternating order (A B, B A, ...): a verdict's evidence",
+           low=1, high=100),
     Option("weight", float, 1.0, "a job's weight in the score (0 leaves it out)", low=0, high=1e6),
     Option("nodes", int, 1, "Slurm nodes", low=1, high=100000),
     Option("gpus_per_node", int, 0, "GPUs per Slurm node (0: CPUs)", low=0, high=1024),

@@ -39,11 +39,13 @@ def report(
 
 def compare(a: Path = typer.Argument(..., help="Results of machine/image A."),
             b: Path = typer.Argument(..., help="Results of machine/image B."),
-            tolerance: float = typer.Option(0.05, "--tolerance", callback=in_range(BY_NAME["tolerance"]), help="Same when the 95% CI of B/A is within 1 +- this."),
+            tolerance: float = typer.Option(0.05, "--tolerance", callback=in_range(BY_NAME["tolerance"]), help="Same when the 99% interval of B/A over runs is within 1 +- this."),
             strict: bool = typer.Option(False, "--strict", help="Fail (exit 2) when any result file is skipped."),
             wide: bool = typer.Option(False, "--wide", help=WIDE_HELP)):
     """Two result sets side by side, job by job: throughput (sum_items/sum_seconds) with its 95% CI,
-    B/A with its 95% CI, and a verdict: same, faster, slower or inconclusive."""
+    B/A with its 99% interval over runs (each run one observation: windows share the load of their
+    moment), and a verdict: same, faster, slower or inconclusive (one run a side always is: runs
+    measured apart cannot tell a change from the load of their moment; compare-images alternates)."""
     from dnnbench.results.report import compare_command
     compare_command(a, b, tolerance, strict, wide)
 

@@ -286,16 +286,17 @@ def _images_job(workload: str, job: dict, harness: dict) -> tuple[RunOptions, Op
 def compare_images(
     workload: str = typer.Argument(..., help="Workload name (`dnnbench workloads`)."),
     wide: bool = typer.Option(False, "--wide", help=WIDE_HELP),
-    rounds: int = typer.Option(1, "--rounds", callback=in_range(BY_NAME["rounds"]),
-                               help="Measure every image this many times, the order reversed each round "
-                                    "(A B, B A, ...); each image's CI then spans its rounds. Use 3 or more "
-                                    "on a shared or busy machine."),
+    rounds: int = typer.Option(8, "--rounds", callback=in_range(BY_NAME["rounds"]),
+                               help="The most rounds: every image measured once a round, the order reversed "
+                                    "each round (A B, B A, ...); verdicts from the rounds' paired ratios, "
+                                    "looked at from 3 rounds on, stopping once all are decided."),
     harness: dict = INJECTED,
     job: dict = INJECTED,
 ):
-    """The same job on each image, in order: one table of the images' facts (PyTorch, CUDA, cuDNN,
-    NCCL), throughput with its 95% CI, the ratio to the first, and a verdict (same, faster, slower,
-    inconclusive). Finished steps are read back, not run again."""
+    """The same job on each image, in order, in rounds: one table of the images' facts (PyTorch,
+    CUDA, cuDNN, NCCL), throughput with its 95% CI, the ratio to the first over the rounds with its
+    interval, and a verdict (same, faster, slower, inconclusive and what would decide it).
+    Finished steps of the same identity (options, image digest, dataset) are read back."""
     from dnnbench.runs.bisect import compare_images_command
     opts, images, bases = _images_job(workload, job, harness)
     raise typer.Exit(compare_images_command(opts, images, bases, job["tolerance"], wide, rounds))
@@ -307,18 +308,22 @@ def bisect(
     workload: str = typer.Argument(..., help="Workload name (`dnnbench workloads`)."),
     good: Optional[str] = typer.Option(None, "--good", help="The last image known fast (default: the list's first)."),
     bad: Optional[str] = typer.Option(None, "--bad", help="The image known slow (default: the list's last)."),
+    rounds: int = typer.Option(8, "--rounds", callback=in_range(BY_NAME["rounds"]),
+                               help="The most rounds per judgement (the ends, then each midpoint with both "
+                                    "ends), the order reversed each round; looked at from 3 rounds on."),
     harness: dict = INJECTED,
     job: dict = INJECTED,
 ):
-    """Which image made it slower: measures the good and the bad end (more windows until their CIs
-    separate, or says they are the same within noise), then halves the ordered list; a midpoint is
-    good when the CI of mid/good lies wholly above the geometric middle of the ends, bad when wholly
-    below, and otherwise is measured again, then reported as undecided rather than guessed. Ends
-    with the first slower image, the last good one and what changed between them (PyTorch, CUDA,
-    cuDNN, NCCL, Python, driver). Exit 0 with an answer, 1 without."""
+    """Which image made it slower: the good and the bad end in alternated rounds until bad/good is
+    decidedly slower (else it stops and says so), then halves the ordered list: each midpoint in
+    rounds with both ends (good mid bad, bad mid good, ...), good when the interval of mid over
+    the ends' geometric middle lies wholly above 1, bad when wholly below; undecided at --rounds,
+    it names the range the evidence supports rather than guess. Ends with the first slower image,
+    the last good one and what changed between them (PyTorch, CUDA, cuDNN, NCCL, Python, driver).
+    Exit 0 with an answer, 1 without."""
     from dnnbench.runs.bisect import bisect_command
     opts, images, bases = _images_job(workload, job, harness)
-    raise typer.Exit(bisect_command(opts, good, bad, images, bases, job["tolerance"]))
+    raise typer.Exit(bisect_command(opts, good, bad, images, bases, job["tolerance"], rounds))
 
 
 def workloads(name: Optional[str] = typer.Argument(None, help="One workload: its reference, parameters and "
@@ -387,15 +392,20 @@ def reproduce(
     tolerance: float = typer.Option(0.05, "--tolerance", callback=in_range(BY_NAME["tolerance"]), help="Reproduced when the 95% CI of new/old is within 1 +- this."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Do not echo the run's output."),
     env: List[str] = typer.Option([], "--env", "-e", help=FILE_ENV_HELP),
+    rounds: int = typer.Option(8, "--rounds", callback=in_range(BY_NAME["rounds"]),
+                               help="The most runs of the new side (with --image and the original here: "
+                                    "rounds of both, alternated); looked at from 3 on."),
 ):
     """Run the job of a result again (same workload, options, seed, data, GPUs; the same image by
-    digest) and compare the two: reproduced, faster, slower or inconclusive. Exit 1 when the new
-    run is clearly faster or slower than the tolerance allows."""
+    digest), in runs until the verdict rule decides: reproduced, faster, slower or inconclusive.
+    Single-sided (said so) unless --image names another image and the original can still run:
+    then the two alternate in rounds. Exit 1 when the new runs are clearly faster or slower than
+    the tolerance allows."""
     from dnnbench.runs import environment
     from dnnbench.runs.reproduce import reproduce_command
     raise typer.Exit(reproduce_command(result, runtime=plain(runtime), image=image, results=results, run_id=run_id,
                                        tolerance=tolerance, quiet=quiet, data_dir=data,
-                                       env=environment.parse(env)))
+                                       env=environment.parse(env), rounds=rounds))
 
 
 PASS_THROUGH = {"allow_extra_args": True, "ignore_unknown_options": False}

@@ -137,3 +137,13 @@ def compare_verdict(r: dict, tolerance: float) -> str:
     if r["high"] < 1 - tolerance:
         return "slower"
     return "inconclusive"
+
+
+def runs_ratio(a: list[dict], b: list[dict], tolerance: float) -> dict:
+    """B/A of two sets of runs with the one verdict rule (results/rounds.py): each run one
+    observation (never its windows: they share the load of their moment), Welch's interval over
+    the runs. {"value", "low", "high", "verdict", "why"}."""
+    from dnnbench.results import rounds
+    j = rounds.unpaired([run_headline(r)["value"] for r in a], [run_headline(r)["value"] for r in b], tolerance)
+    return {"value": j.ratio, "low": j.low, "high": j.high, "verdict": "-" if j.ratio is None else j.verdict,
+            "why": j.why}

@@ -17,7 +17,7 @@ from dnnbench.workloads import fileio, schema
 from dnnbench.console import visible
 from dnnbench.containers.engines import lookup
 from dnnbench.errors import DnnbenchError
-from dnnbench.results import baseline as baseline_mod, fleet, numbers
+from dnnbench.results import baseline as baseline_mod, fleet, load, numbers
 from dnnbench.results.formats import View, format_of
 from dnnbench.results.formats.cells import fmt as _fmt
 from dnnbench.results.job_names import column_name
@@ -257,7 +257,9 @@ def rows(jobs: dict, baseline: dict | None, tolerance: float) -> list[dict]:
                "world_size": j.world_size, "unit": j.unit, "n": j.n, "failed": len(j.failed),
                "throughput": j.throughput, **_statistics(j.headline), "scaling": scaling_efficiency(j, jobs),
                "verdict": job_verdict(j.verdicts), **time_to_target(j.results),
-               "slow_hosts": fleet.slow_hosts(j.results)}
+               "slow_hosts": fleet.slow_hosts(j.results), "undecided_hosts": fleet.undecided(j.results),
+               "wide_why": load.why_wide(j.headline.get("ci95_pct"), j.n,
+                                         [w for r in j.results for w in r.get("windows") or []])}
         row["ci_note"] = ci_note(row)
         if baseline is not None:
             row.update(baseline_mod.judge(baseline.get(name), j.headline, tolerance))
@@ -420,18 +422,18 @@ def compare_command(a: Path, b: Path, tolerance: float = 0.05, strict: bool = Fa
     jb = {column_name(j, found_b): j for j in found_b.values()}
     columns = [Column("job", key=True), Column("A", right=True, rank=9), Column("+-95% A", right=True, rank=6),
                Column("B", right=True, rank=9), Column("+-95% B", right=True, rank=6),
-               Column("B/A", right=True, rank=8), Column("B/A 95% CI", right=True, rank=7), Column("verdict", decides=True)]
+               Column("B/A", right=True, rank=8), Column("B/A 99% CI", right=True, rank=7), Column("verdict", decides=True)]
     verdicts, cells = {}, []
     for name in sorted(set(ja) | set(jb)):
         x, y = ja.get(name), jb.get(name)
         hx, hy = (x.headline if x else {}), (y.headline if y else {})
-        r = numbers.ratio(hx, hy)
-        verdicts[name] = numbers.compare_verdict(r, tolerance)
+        r = numbers.runs_ratio(x.results if x else [], y.results if y else [], tolerance)
+        verdicts[name] = r["verdict"]
         span = "-" if r["low"] is None else f"{r['low']:.3f}-{r['high']:.3f}"
         cells.append([escape(visible(name, one_line=True)), numbers.fmt(hx.get("value")), _fmt(hx.get("ci95_pct")),
                       numbers.fmt(hy.get("value")), _fmt(hy.get("ci95_pct")), _fmt(r["value"], 3), span,
                       verdicts[name]])
     print_table(escape(f"A = {visible(a, one_line=True)}   B = {visible(b, one_line=True)}   (throughput = "
-                       f"{numbers.STATISTIC}; verdict: the 95% CI of B/A within 1 +- {tolerance:g})"), columns, cells,
+                       f"{numbers.STATISTIC}; verdict: the 99% interval of B/A over runs within 1 +- {tolerance:g})"), columns, cells,
                 wide=wide)
     return verdicts

@@ -1,22 +1,30 @@
 """Which release made it slower: the same job on an ordered list of images (`compare-images`),
 and a binary search of that list between a good and a bad end (`bisect`).
 
-Every step is an ordinary run under one folder (RESULTS/<name>/<NN>-<image>/), so `report` and
-`compare` read them, and a step that already has a good result is read back instead of run
-again: an interrupted bisect resumes where it stopped. Each image is measured until the 95 % CI
-of its throughput is within half the tolerance (`--until-ci`), so two images whose CIs cannot
-be told apart are called the same, never guessed.
+Every step is an ordinary run under one folder (RESULTS/<name>/<NN>-<image>[-roundK]/), so
+`report` and `compare` read them. The evidence is rounds (results/rounds.py): the images
+measured in alternating order (A B, B A, ...), judged on the rounds' paired ratios with the
+sequential rule there; a verdict the rounds do not support is "inconclusive", never a guess.
+
+A step that already has a good result is read back instead of run again (an interrupted bisect
+resumes where it stopped), but only when what defines it matches: the workload, every option
+that changes the work, the image by digest (the .sif by SHA-256) and the dataset's fingerprint,
+kept in the step's `step.json`. Otherwise it is measured again beside it, the reason said.
 """
 from __future__ import annotations
 
 import dataclasses
+import math
+import os
 import re
 import time
 from pathlib import Path
 
-from dnnbench.console import Column, escape, info, out, print_table
+from dnnbench.console import Column, escape, info, out, print_table, warn
 from dnnbench.errors import DnnbenchError
+from dnnbench.results import rounds as rounds_mod
 from dnnbench.runs.options import RunOptions
+from dnnbench.workloads import fileio
 
 # the facts a manifest records that can explain a change between two images
 FACTS = ("pytorch", "torchvision", "cuda", "cudnn", "nccl", "python", "driver", "base")
@@ -31,6 +39,8 @@ class Step:
     result: dict | None = None
     headline: dict | None = None
     reused: bool = False
+    seconds: float = 0.0          # wall time of the run made now (0 when read back)
+    load: float | None = None     # the machine's 1-minute load average over the run
 
     @property
     def ok(self) -> bool:
@@ -90,61 +100,209 @@ def _interrupted(image: str) -> DnnbenchError:
                          f"steps that finished", exit_code=130)
 
 
-def measure(step: Step, base: str | None, template: RunOptions, *, windows_scale: int = 1) -> Step:
-    """Run the job on one image (or read back a finished run), and take its headline."""
-    from dnnbench.results import numbers
-    from dnnbench.runs.launch import build_plan, execute
+# --- identity before reuse ---------------------------------------------------------------------
+
+# the options that change the work a step measures (the rest only change how long it is timed)
+WORK_OPTIONS = ("batch_size", "workers", "loader", "amp", "channels_last", "compile", "fused", "no_cudnn_benchmark",
+                "malloc_defaults", "seed", "lr", "start_iter", "stop_iter", "gpus", "nproc", "runtime", "data")
+STEP_FILE = "step.json"
+
+
+def image_digest(runtime: str, image: str | None) -> str | None:
+    """The image by digest as the result's manifest records it (docker: the image id; a .sif:
+    its SHA-256); None when it cannot be read (not pulled or built yet)."""
+    from dnnbench.runs.manifest import host_manifest
+    if not image:
+        return None
+    digest = host_manifest(runtime, image, None, None).get("image") or {}
+    return digest.get("id") or digest.get("sha256")
+
+
+def identity(template: RunOptions, image: str, dataset: dict | None) -> dict:
+    """What defines a step: workload, the options that change the work, the workload's own
+    arguments, the run's --env, the dataset's fingerprint (the image's digest is checked against
+    the result's own manifest)."""
+    opts = {k: getattr(template, k) for k in WORK_OPTIONS}
+    opts["data"] = None if opts["data"] is None else str(opts["data"])
+    return {"workload": template.workload, "image": image, "options": opts, "extra": list(template.extra),
+            "env": {k: str(v) for k, v in sorted((template.env or {}).items())},
+            "dataset": (dataset or {}).get("sha256") if isinstance(dataset, dict) else None}
+
+
+def dataset_identity(template: RunOptions) -> dict | None:
+    from dnnbench.workloads.manifest import dataset_fingerprint
+    return dataset_fingerprint(str(template.data)) if template.data else None
+
+
+def _recorded_digest(data: dict) -> str | None:
+    host = ((data.get("manifest") or {}).get("host") or {}) if isinstance(data.get("manifest"), dict) else {}
+    image = host.get("image") if isinstance(host, dict) else None
+    return (image.get("id") or image.get("sha256")) if isinstance(image, dict) else None
+
+
+def mismatch(data: dict, stored: object, want: dict, digest: str | None) -> str | None:
+    """Why a finished step is not this step (one line), or None when it is."""
+    if data.get("workload") != want["workload"]:
+        return f"it measured {data.get('workload')!r}, not {want['workload']!r}"
+    if not isinstance(stored, dict):
+        return f"it records no identity ({STEP_FILE})"
+    for key in ("image", "extra", "env", "dataset"):
+        if stored.get(key) != want[key]:
+            what = {"image": "the image", "extra": "the workload's arguments", "env": "--env",
+                    "dataset": "the dataset's fingerprint"}[key]
+            return f"{what} differ{'s' if key != 'extra' else ''}: {stored.get(key)!r}, now {want[key]!r}"
+    old: dict = stored["options"] if isinstance(stored.get("options"), dict) else {}
+    for key, value in want["options"].items():
+        if old.get(key) != value:
+            return f"--{key.replace('_', '-')} was {old.get(key)!r}, now {value!r}"
+    recorded = _recorded_digest(data)
+    if digest is None or recorded != digest:
+        return f"the image's digest was {str(recorded)[:19]}, now {str(digest)[:19]}"
+    return None
+
+
+def _read_result(run_dir: Path) -> dict | None:
     from dnnbench.workloads import schema
-    run_dir = step.run_dir if windows_scale == 1 else step.run_dir.with_name(f"{step.run_dir.name}-more")
     result_file = run_dir / schema.RESULT_FILE
-    if result_file.is_file() and not result_file.is_symlink():   # resumed: a finished step is read back
+    if not fileio.is_regular(str(result_file)):
+        return None
+    try:
+        return schema.read(str(result_file))
+    except (OSError, ValueError):
+        return None
+
+
+def place(slot: Path, want: dict, digest: str | None) -> tuple[Path, dict | None, str]:
+    """Where this measurement goes: (folder, its finished result to read back or None, why the
+    slot itself was passed over). A slot holding a step of another identity is kept as it is;
+    the measurement goes beside it (SLOT-again2, -again3, ...)."""
+    why = ""
+    for n in range(1, 10):
+        folder = slot if n == 1 else slot.with_name(f"{slot.name}-again{n}")
+        data = _read_result(folder)
+        if data is None or data.get("status") != "ok":
+            return folder, None, why     # nothing finished there: (re)run in it
         try:
-            data = schema.read(str(result_file))
+            stored = fileio.read_json(str(folder / STEP_FILE))
         except (OSError, ValueError):
-            data = None
-        if data and data.get("status") == "ok":
-            step.result, step.headline, step.reused = data, numbers.run_headline(data), True
-            return step
+            stored = None
+        reason = mismatch(data, stored, want, digest)
+        if reason is None:
+            return folder, data, why
+        why = why or reason
+    raise DnnbenchError(f"{slot}: nine steps of other identities beside it; give another --run-id")
+
+
+# --- one measurement ---------------------------------------------------------------------------
+
+def _load_now() -> float | None:
+    try:
+        return os.getloadavg()[0]
+    except OSError:
+        return None
+
+
+def measure(step: Step, base: str | None, template: RunOptions, *, dataset: dict | None = None) -> Step:
+    """Run the job on one image (or read back a finished run of the same identity), and take its
+    headline."""
+    from dnnbench.results import load, numbers
+    from dnnbench.runs.launch import build_plan, execute
+    want = identity(template, step.image, dataset)
+    digest = image_digest(template.runtime, step.image)
+    run_dir, data, why = place(step.run_dir, want, digest)
+    if why:
+        info(f"[{step.index}] {step.image}: measured again, not read back from {step.run_dir.name}: {why}")
+    step.run_dir = run_dir
+    if data is not None:    # resumed: a finished step of this identity is read back
+        step.result, step.headline, step.reused = data, numbers.run_headline(data), True
+        step.load = load.of_result(data).get("load1")
+        return step
     opts = dataclasses.replace(template, image=None if base else step.image, base=base, build=True if base else False,
                                run_dir=run_dir, run_id=f"{template.run_id}.{run_dir.name}", quiet=True,
-                               repeat=(template.repeat or 5) * windows_scale,
-                               # more windows: the bound on them grows with them
-                               max_windows=template.max_windows and template.max_windows * windows_scale)
+                               repeat=template.repeat or 5)
     plan = build_plan(opts, resume=True)
-    info(f"[{step.index}] {step.image}: measuring" + (" again, with more windows" if windows_scale > 1 else ""))
+    before, started = _load_now(), time.monotonic()
     data, _ = execute(plan, quiet=True)
+    step.seconds = time.monotonic() - started
     step.result, step.headline = data, numbers.run_headline(data) if data.get("status") == "ok" else None
     if data.get("status") == "interrupted":
         raise _interrupted(step.image)
     if not step.ok:
         raise DnnbenchError(f"{step.image}: the run ended {data.get('status')}: {data.get('message')} "
                             f"(its log: {run_dir / 'log.txt'})")
+    step.load = load.of_result(data).get("load1")
+    if step.load is None:
+        after = _load_now()
+        step.load = None if before is None or after is None else (before + after) / 2
+    try:
+        fileio.write_json(str(run_dir / STEP_FILE), want)
+    except OSError as exc:
+        warn(f"{run_dir / STEP_FILE}: not written ({exc.strerror or exc}): the step will be measured again")
     return step
 
 
-def verdict(a: Step, b: Step, tolerance: float) -> tuple[str, dict]:
-    """b against a: same, faster, slower or inconclusive, with b/a and its CI."""
-    from dnnbench.results import numbers
-    r = numbers.ratio(a.figure, b.figure)
-    return numbers.compare_verdict(r, tolerance), r
+class Rounds:
+    """Measurements in rounds, each image's k-th in its NN-image[-roundK] folder, with a line per
+    figure as it lands (its round, load and an estimate of the time left)."""
+
+    def __init__(self, folder: Path, listed: list[tuple[str, str | None]], template: RunOptions, planned: int):
+        self.folder, self.listed, self.template = folder, listed, template
+        self.count: dict[int, int] = {}
+        self.steps: list[Step] = []
+        self.planned = planned          # the most runs still to come, updated by the caller
+        self.dataset = dataset_identity(template)
+
+    def take(self, i: int, round_no: int, of: int) -> Step:
+        image, base = self.listed[i]
+        k = self.count.get(i, 0)
+        self.count[i] = k + 1
+        slot = self.folder / (_slug(i, image) + ("" if k == 0 else f"-round{k + 1}"))
+        try:
+            step = measure(Step(i, image, slot), base, self.template, dataset=self.dataset)
+        except KeyboardInterrupt:    # between two steps' runs: the same word as within one
+            raise _interrupted(image) from None
+        self.steps.append(step)
+        self.planned = max(0, self.planned - 1)
+        ran = [s.seconds for s in self.steps if not s.reused]
+        left = "" if not ran or not self.planned else \
+            f"; at most ~{_duration(self.planned * sum(ran) / len(ran))} left"
+        ci = step.figure.get("ci95_pct")
+        info(f"[round {round_no} of <={of}] {step.run_dir.name}: {step.figure['value']:,.3g}/s"
+             + ("" if ci is None else f" +-{ci:.1f} %") + ("" if step.load is None else f", load {step.load:.1f}")
+             + (" (read back)" if step.reused else f" ({step.seconds:.0f} s)") + left)
+        return step
+
+    def round(self, members: list[int], n: int, of: int) -> dict[int, Step]:
+        """Round n (0-based): the members in order, reversed on odd rounds."""
+        return {i: self.take(i, n + 1, of) for i in rounds_mod.order(members, n)}
 
 
-def side(good: Step, bad: Step, mid: Step) -> str:
-    """A midpoint judged against both ends: the 95 % CI of mid/good wholly above the geometric
-    middle of good and bad is `good`, wholly below it `bad`, across it `inconclusive`."""
-    from dnnbench.results import numbers
-    middle = (bad.figure["value"] / good.figure["value"]) ** 0.5
-    r = numbers.ratio(good.figure, mid.figure)
-    if r["low"] is None:
-        return "inconclusive"
-    return "good" if r["low"] > middle else "bad" if r["high"] < middle else "inconclusive"
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
 
 
-def _pct(r: dict) -> str:
-    if r.get("value") is None:
-        return "-"
-    half = None if r.get("low") is None else (r["high"] - r["low"]) / 2 * 100
-    return f"{(r['value'] - 1) * 100:+.1f} %" + ("" if half is None else f" +- {half:.1f} %")
+def _logs(table: list[dict[int, Step]], a: int, b: int) -> list[float]:
+    return rounds_mod.log_ratios([r[a].figure["value"] for r in table], [r[b].figure["value"] for r in table])
+
+
+def _loads(table: list[dict[int, Step]], members: list[int]) -> list[float]:
+    """Each round's load: the mean of its runs' 1-minute load averages (None left out)."""
+    out = []
+    for r in table:
+        values = [x for x in (r[i].load for i in members) if x is not None]
+        if values:
+            out.append(sum(values) / len(values))
+    return out
+
+
+def _mid_logs(table: list[dict[int, Step]], g: int, m: int, b: int) -> list[float]:
+    """Per round log(mid / geometric middle of the ends)."""
+    return [math.log(r[m].figure["value"]) - (math.log(r[g].figure["value"]) + math.log(r[b].figure["value"])) / 2
+            for r in table]
+
+
+def _pct(j: rounds_mod.Judgement) -> str:
+    return j.pct()
 
 
 def facts(step: Step) -> dict:
@@ -188,60 +346,104 @@ def _check_first(opts: RunOptions, listed: list[tuple[str, str | None]], folder:
     return not opts.dry_run
 
 
-def _rounds_pooled(runs: list[Step]) -> Step:
-    """One image's rounds as one step: the first round's result (its facts), the headline of
-    all its rounds pooled as `report` pools a job's runs (the wider of the runs' and the
-    windows' CIs), so a machine whose load moved between rounds widens the CI instead of
-    turning into a verdict."""
+def _rounds_arg(rounds: int | None) -> int:
+    n = rounds_mod.MAX_ROUNDS if rounds is None else rounds
+    if n < 1:
+        raise DnnbenchError(f"--rounds {n}: give 1 or more")
+    return n
+
+
+def _pooled(runs: list[Step]) -> dict:
+    """An image's throughput over its rounds, pooled as `report` pools a job's runs."""
     from dnnbench.results import numbers
-    if len(runs) == 1:
-        return runs[0]
-    return dataclasses.replace(runs[0], headline=numbers.job_headline([s.result for s in runs if s.result]),
-                               reused=all(s.reused for s in runs))
+    return numbers.job_headline([s.result for s in runs if s.result])
 
 
 def compare_images_command(opts: RunOptions, images: list[str] | None, bases: str | None, tolerance: float,
-                           wide: bool = False, rounds: int = 1) -> int:
+                           wide: bool = False, rounds: int | None = None) -> int:
     listed = image_list(images, bases)
+    max_rounds = _rounds_arg(rounds)
     template = _template(opts, tolerance)
     folder = _folder(opts, "images")
     template = dataclasses.replace(template, run_id=folder.name)
     if not _check_first(template, listed, folder):
         return 0
     # Round 1 in list order, round 2 reversed, and so on (A B, B A, A B...): a load that grows or
-    # fades while the images are measured weighs on each of them alike.
-    order = list(enumerate(listed))
-    runs: dict[int, list[Step]] = {i: [] for i, _ in order}
-    for n in range(rounds):
-        for i, (img, base) in (order if n % 2 == 0 else order[::-1]):
-            name = _slug(i, img) + ("" if n == 0 else f"-round{n + 1}")
-            runs[i].append(measure(Step(i, img, folder / name), base, template))
-    steps = [_rounds_pooled(runs[i]) for i, _ in order]
+    # fades while the images are measured weighs on each of them alike. Rounds are added until
+    # every image's verdict against the first is decided, or max_rounds.
+    members = list(range(len(listed)))
+    session = Rounds(folder, listed, template, max_rounds * len(members))
+    table: list[dict[int, Step]] = []
+    judged: dict[int, rounds_mod.Judgement] = {}
+    for n in range(max_rounds):
+        table.append(session.round(members, n, max_rounds))
+        loads = _loads(table, members)
+        judged = {i: rounds_mod.judge(_logs(table, 0, i), tolerance, max_rounds, loads=loads) for i in members[1:]}
+        if all(j.done for j in judged.values()):
+            break
+        session.planned = (max_rounds - n - 1) * len(members)
     rows = []
-    for s in steps:
-        v, r = verdict(steps[0], s, tolerance) if s is not steps[0] else ("first", {"value": 1.0})
-        f = facts(s)
-        rows.append([escape(s.image), escape(str(f.get("pytorch", "-"))), escape(str(f.get("cuda", "-"))),
-                     escape(str(f.get("cudnn", "-"))), escape(str(f.get("nccl", "-"))),
-                     f"{s.figure['value']:,.2f}", _ci(s.figure), f"{r['value']:.3f}", v])
-    print_table(f"{escape(opts.workload)} on {len(steps)} images (verdict against the first, tolerance "
-                f"{tolerance:g}" + (f", {rounds} rounds in alternating order" if rounds > 1 else "")
-                + f"; results in {escape(str(folder))})",
+    for i in members:
+        runs = [r[i] for r in table]
+        figure, f = _pooled(runs), facts(runs[0])
+        j = judged.get(i)
+        span = "-" if j is None or j.low is None else f"{j.low:.3f}-{j.high:.3f}"
+        rows.append([escape(listed[i][0]), escape(str(f.get("pytorch", "-"))), escape(str(f.get("cuda", "-"))),
+                     escape(str(f.get("cudnn", "-"))), escape(str(f.get("nccl", "-"))), _fmt(figure.get("value")),
+                     _ci(figure), span, "1.000" if j is None else f"{j.ratio:.3f}", "first" if j is None else j.verdict])
+    print_table(f"{escape(opts.workload)} on {len(listed)} images (verdict against the first, tolerance "
+                f"{tolerance:g}, {len(table)} round{'s' if len(table) > 1 else ''} in alternating order, at most "
+                f"{max_rounds}; results in {escape(str(folder))})",
                 [Column("image", key=True), Column("pytorch", rank=5), Column("cuda", rank=4),
                  Column("cudnn", rank=2), Column("nccl", rank=2), Column("throughput", right=True, rank=9),
-                 Column("+-95%", right=True, rank=7), Column("ratio", right=True, rank=8), Column("verdict", decides=True)],
+                 Column("+-95%", right=True, rank=6), Column("ratio CI", right=True, rank=7),
+                 Column("ratio", right=True, rank=8), Column("verdict", decides=True)],
                 rows, wide=wide)
+    for i, j in judged.items():
+        if j.why:
+            out.print(f"{escape(listed[i][0])}: {j.verdict} after {j.rounds} round{'s' if j.rounds != 1 else ''}: "
+                      f"{escape(j.why)}")
     return 0
+
+
+def _fmt(value) -> str:
+    from dnnbench.results import numbers
+    return "-" if value is None else numbers.fmt(value)
 
 
 def _ci(h: dict) -> str:
     return "-" if h.get("ci95_pct") is None else f"{h['ci95_pct']:.1f} %"
 
 
+def _judge_ends(session: Rounds, lo: int, hi: int, tolerance: float, max_rounds: int) -> rounds_mod.Judgement:
+    """The ends in rounds (good bad, bad good, ...) until hi/lo is decided or max_rounds."""
+    table: list[dict[int, Step]] = []
+    for n in range(max_rounds):
+        table.append(session.round([lo, hi], n, max_rounds))
+        j = rounds_mod.judge(_logs(table, lo, hi), tolerance, max_rounds, loads=_loads(table, [lo, hi]))
+        if j.done:
+            return j
+    return j
+
+
+def _judge_mid(session: Rounds, lo: int, mid: int, hi: int, max_rounds: int) -> tuple[rounds_mod.Judgement,
+                                                                                          list[dict[int, Step]]]:
+    """A midpoint against both ends, in rounds (good mid bad, bad mid good, ...): its side from
+    log(mid / geometric middle of the ends) until decided or max_rounds."""
+    table: list[dict[int, Step]] = []
+    for n in range(max_rounds):
+        table.append(session.round([lo, mid, hi], n, max_rounds))
+        j = rounds_mod.side(_mid_logs(table, lo, mid, hi), max_rounds, loads=_loads(table, [lo, mid, hi]))
+        if j.done:
+            break
+    return j, table
+
+
 def bisect_command(opts: RunOptions, good: str | None, bad: str | None, images: list[str] | None,
-                   bases: str | None, tolerance: float) -> int:
-    """Measure both ends, then halve the list until the first slower image is found; exit 0 with
-    the answer, 1 when the ends are the same within noise or a midpoint stays inconclusive."""
+                   bases: str | None, tolerance: float, rounds: int | None = None) -> int:
+    """Measure both ends in rounds, then halve the list, each midpoint judged in rounds against
+    both ends, until the first slower image is found; exit 0 with the answer, 1 when the ends are
+    not decidedly apart or a midpoint stays inconclusive (then the range the evidence supports)."""
     started = time.monotonic()
     if images is None and bases is None:
         if not (good and bad):
@@ -249,7 +451,7 @@ def bisect_command(opts: RunOptions, good: str | None, bad: str | None, images: 
         images = [good, bad]
     listed = image_list(images, bases)
     refs = [img for img, _ in listed]
-    bases_named = [b for _, b in listed]
+    max_rounds = _rounds_arg(rounds)
 
     def position(end: str | None, default: int, flag: str) -> int:
         if end is None:
@@ -266,51 +468,45 @@ def bisect_command(opts: RunOptions, good: str | None, bad: str | None, images: 
     template = dataclasses.replace(template, run_id=folder.name)
     if not _check_first(template, listed[lo:hi + 1], folder):
         return 0
-    steps: dict[int, Step] = {}
-
-    def at(i: int, scale: int = 1) -> Step:
-        step = steps.get(i) or Step(i, refs[i], folder / _slug(i, refs[i]))
-        try:
-            steps[i] = measure(step, bases_named[i], template, windows_scale=scale)
-        except KeyboardInterrupt:    # between two steps' runs: the same word as within one
-            raise _interrupted(refs[i]) from None
-        return steps[i]
-
-    g, b = at(lo), at(hi)
-    v, r = verdict(g, b, tolerance)
-    if v == "inconclusive":
-        g, b = at(lo, 2), at(hi, 2)
-        v, r = verdict(g, b, tolerance)
-    if v != "slower":
-        out.print(f"the ends are {'the same within noise' if v == 'same' else v}: {escape(refs[hi])} vs "
-                  f"{escape(refs[lo])} {_pct(r)} (tolerance {tolerance:g}); nothing to bisect")
-        _footer(steps, started, folder)
+    steps_left = max(1, math.ceil(math.log2(hi - lo))) if hi - lo > 1 else 0
+    session = Rounds(folder, listed, template, max_rounds * (2 + 3 * steps_left))
+    ends = _judge_ends(session, lo, hi, tolerance, max_rounds)
+    if ends.verdict != "slower":
+        said = {"same": "the same within the tolerance", "faster": "faster",
+                "inconclusive": "not decidedly apart"}[ends.verdict]
+        out.print(f"the ends are {said}: {escape(refs[hi])} vs {escape(refs[lo])} {ends.pct()} after "
+                  f"{ends.rounds} rounds (tolerance {tolerance:g}); nothing to bisect"
+                  + (f"; {escape(ends.why)}" if ends.why else ""))
+        _footer(session, started, folder)
         return 1
+    last = ends
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        m = at(mid)
-        v = side(g, b, m)
-        if v == "inconclusive":
-            m = at(mid, 2)
-            v = side(g, b, m)
-        if v == "bad":
-            hi, b = mid, m
-        elif v == "good":
-            lo, g = mid, m
+        session.planned = max_rounds * 3 * max(1, math.ceil(math.log2(hi - lo)))
+        j, table = _judge_mid(session, lo, mid, hi, max_rounds)
+        if j.verdict == "bad":
+            last = rounds_mod.judge(_logs(table, lo, mid), tolerance, j.rounds)
+            hi = mid
+        elif j.verdict == "good":
+            last = rounds_mod.judge(_logs(table, mid, hi), tolerance, j.rounds)
+            lo = mid
         else:
-            out.print(f"{escape(refs[mid])} stays inconclusive against {escape(refs[lo])} after a re-run: the "
-                      f"first slower image is {escape(refs[mid])} or one after it, up to {escape(refs[hi])}")
-            _footer(steps, started, folder)
+            out.print(f"{escape(refs[mid])} stays inconclusive against both ends after {j.rounds} rounds "
+                      f"({escape(j.why)}): the first slower image is after {escape(refs[lo])}, up to "
+                      f"{escape(refs[hi])} (the images from {lo + 1} to {hi} of the list, counted from 0)")
+            _footer(session, started, folder)
             return 1
-    _, r = verdict(g, b, tolerance)
-    out.print(f"first slower: {escape(refs[hi])} ({_pct(r)}), last good: {escape(refs[lo])}")
-    changes = changed_facts(g, b)
+    out.print(f"first slower: {escape(refs[hi])} ({last.pct()}), last good: {escape(refs[lo])}")
+    at = {s.index: s for s in session.steps}
+    changes = changed_facts(at[lo], at[hi])
     out.print("what changed: " + (escape("; ".join(changes)) if changes else "none of " + ", ".join(FACTS)))
-    _footer(steps, started, folder)
+    _footer(session, started, folder)
     return 0
 
 
-def _footer(steps: dict, started: float, folder: Path) -> None:
-    ran = sum(1 for s in steps.values() if not s.reused)
-    out.print(f"{len(steps)} images measured ({ran} run now, {len(steps) - ran} read back) in "
+def _footer(session: Rounds, started: float, folder: Path) -> None:
+    steps = session.steps
+    ran = sum(1 for s in steps if not s.reused)
+    images = len({s.index for s in steps})
+    out.print(f"{images} images in {len(steps)} runs ({ran} run now, {len(steps) - ran} read back) in "
               f"{time.monotonic() - started:.0f} s; results in {escape(str(folder))} (`dnnbench report` reads them)")

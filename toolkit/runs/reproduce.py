@@ -179,31 +179,71 @@ def _warn_host_versions(data: dict) -> None:
 
 def reproduce_command(result: Path, *, runtime: str | None, image: str | None, results: Path,
                       run_id: str | None, tolerance: float, quiet: bool, data_dir: Path | None = None,
-                      env: dict | None = None) -> int:
+                      env: dict | None = None, rounds: int | None = None) -> int:
+    """Run the job again, in runs until the rule of results/rounds.py decides (or --rounds). With
+    --image and the original image still here, the original and the new image alternate in rounds
+    (paired); otherwise only the new side can be measured, and the verdict says it is single-sided:
+    the recorded figure is taken as it was (its own noise and the load of its day are not in it)."""
+    import dataclasses
+
     from dnnbench.console import info, out
+    from dnnbench.results import load as load_mod
+    from dnnbench.results import numbers
+    from dnnbench.results import rounds as rounds_mod
     from dnnbench.results.record import show_outcome
-    from dnnbench.results.report import compare_command, job_name
+    from dnnbench.results.report import job_name
     from dnnbench.runs.launch import build_plan, execute
     if not 0 <= tolerance < 1:
         raise DnnbenchError("--tolerance is a fraction between 0 and 1 (0.05 = 5 %)")
+    max_rounds = rounds or rounds_mod.MAX_ROUNDS
     file, data = load(result)
     opts = options_for(data, runtime=runtime, image=image, results=results, run_id=run_id, data_dir=data_dir,
                        quiet=quiet, env=env, where=str(file))
     engine = lookup(opts.runtime)
     if engine is not None and not engine.contained:   # this Python runs it: no image holds the versions
         _warn_host_versions(data)
-    plan = build_plan(opts)
-    plan.job = job_name(data)    # the two runs line up as one job in the comparison
-    info(f"reproducing {file} as {plan.run_id}: {plan.workload} on {plan.runtime} ({plan.image or 'this Python'})")
-    new, code = execute(plan, quiet=quiet)
-    show_outcome(Path(plan.run_dir), new)
-    if new.get("status") != "ok":
-        return code or 1
-    verdict = compare_command(file, Path(plan.run_dir) / schema.RESULT_FILE, tolerance).get(plan.job, "-")
-    words = {"same": f"reproduced: the new figure is within +-{tolerance:.0%} of the old (95% CI of new/old)",
-             "faster": f"not reproduced: the new run is faster by more than {tolerance:.0%}",
-             "slower": f"not reproduced: the new run is slower by more than {tolerance:.0%}",
-             "inconclusive": f"inconclusive: the 95% CI of new/old straddles +-{tolerance:.0%}; more windows "
-                             f"(--until-ci) or repeats would tell"}
-    out.print(f"verdict: {words.get(verdict, verdict)}", markup=False)
-    return 1 if verdict in ("faster", "slower") else 0
+    sides = {"new": opts}
+    if image:    # the original too, when it can still run here: then the two alternate
+        try:
+            sides = {"original": options_for(data, runtime=runtime, image=None, results=results, run_id=run_id,
+                                             data_dir=data_dir, quiet=quiet), "new": opts}
+        except DnnbenchError as exc:
+            info(f"the original image cannot run here ({exc}): the verdict is single-sided")
+    old = numbers.run_headline(data)["value"]
+    figures: dict[str, list[float]] = {k: [] for k in sides}
+    base_id, code, j = None, 0, None
+    for n in range(max_rounds):
+        for side in rounds_mod.order(list(sides), n):
+            o = sides[side]
+            name: str | None = None if base_id is None else f"{base_id}-{side}{n + 1}"
+            plan = build_plan(dataclasses.replace(o, run_id=name or o.run_id))
+            base_id = base_id or plan.run_id
+            plan.job = job_name(data)    # the runs line up as one job in `report` and `compare`
+            info(f"reproducing {file} as {plan.run_id} ({side}, round {n + 1} of <={max_rounds}): {plan.workload} "
+                 f"on {plan.runtime} ({plan.image or 'this Python'})")
+            new, code = execute(plan, quiet=quiet)
+            show_outcome(Path(plan.run_dir), new)
+            if new.get("status") != "ok":
+                return code or 1
+            figures[side].append(numbers.run_headline(new)["value"])
+        base = figures["original"] if "original" in sides else [old] * len(figures["new"])
+        j = rounds_mod.judge(rounds_mod.log_ratios(base, figures["new"]), tolerance, max_rounds)
+        if j.done:
+            break
+    assert j is not None
+    then = load_mod.of_result(data).get("load1")
+    single = "original" not in sides
+    out.print(f"recorded: {numbers.fmt(old)}/s; new: " + ", ".join(numbers.fmt(v) for v in figures["new"])
+              + ("" if single else "; original again: " + ", ".join(numbers.fmt(v) for v in figures["original"]))
+              + f"; new/{'recorded' if single else 'original'} {j.pct()} over {j.rounds} run"
+              + ("s" if j.rounds != 1 else ""), markup=False)
+    words = {"same": f"reproduced: the new figure is within +-{tolerance:.0%} of the "
+                     f"{'old' if single else 'original'}",
+             "faster": f"not reproduced: the new runs are faster by more than {tolerance:.0%}",
+             "slower": f"not reproduced: the new runs are slower by more than {tolerance:.0%}",
+             "inconclusive": f"inconclusive: {j.why}"}
+    out.print(f"verdict: {words[j.verdict]}" + (
+        " (single-sided: the recorded figure cannot be measured again and is taken as exact; its "
+        f"load then {'unknown' if then is None else f'{then:.1f}'})" if single else
+        " (the original and the new image alternated in rounds)"), markup=False)
+    return 1 if j.verdict in ("faster", "slower") else 0

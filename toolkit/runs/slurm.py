@@ -393,9 +393,15 @@ def _each_node_outcome(o: SlurmOptions, run_dir: Path, run_id: str, job: str, ou
         raise DnnbenchError(f"{len(failed)} of {len(nodes)} node(s) failed: " + "; ".join(failed), exit_code=1)
     slow = [s["host"] for r in table for s in r.get("slow_hosts") or []]
     if slow:
-        raise DnnbenchError(f"fleet check: {', '.join(slow)} slower than the median node by more than "
-                            f"{'its' if len(slow) == 1 else 'their'} 95 % CI ({run_dir})", exit_code=1)
-    info(f"fleet check: {len(nodes)} node(s), none slower than the median by more than its CI")
+        raise DnnbenchError(f"fleet check: {', '.join(slow)} slower than the median node by more than the "
+                            f"tolerance over the rounds ({run_dir})", exit_code=1)
+    undecided = [line for r in table for line in r.get("undecided_hosts") or []]
+    if undecided:   # one round cannot tell a slow node from a busy moment: said, not named
+        info(f"fleet check: inconclusive, {len(undecided)} node(s) below the median in too few rounds "
+             f"(`report` over this and more --each-node runs judges them in rounds)")
+        return 0
+    info(f"fleet check: {len(nodes)} node(s), none slower than the median by more than the tolerance "
+         f"over its rounds")
     return 0
 
 

@@ -68,6 +68,12 @@ def notes(table: list[dict], total_score: float | None) -> list[str]:
     and why, each slow host of a fleet."""
     lines = [] if total_score is None else [
         f"score (weighted geometric mean of throughput/target): {total_score:.3f}"]
-    lines += [f"{r['job']}{' @ ' + r['image'] if r.get('image') else ''}: +-95% CI {fmt(r['ci95_pct'])} %, "
-              f"too wide to mean anything: {r['ci_note']}" for r in table if r.get("ci_note")]
-    return lines + [fleet.describe(r["job"], r["unit"] or "", slow) for r in table for slow in r.get("slow_hosts") or []]
+    for r in table:   # one line a job whose CI is wide: why, in words (too few runs, the load)
+        why = [r["ci_note"]] if r.get("ci_note") else []
+        why += [w for w in (r.get("wide_why") or "").split("; ") if w and not (why and w.startswith("too few"))]
+        if why:
+            ci = "no 95% CI" if r.get("ci95_pct") is None else f"+-95% CI {fmt(r['ci95_pct'])} %"
+            lines.append(f"{r['job']}{' @ ' + r['image'] if r.get('image') else ''}: {ci}, "
+                         + ("too wide to mean anything: " if r.get("ci_note") else "wide: ") + "; ".join(why))
+    return lines + [fleet.describe(r["job"], r["unit"] or "", slow) for r in table for slow in r.get("slow_hosts") or []] \
+        + [f"{r['job']}: {line}" for r in table for line in r.get("undecided_hosts") or []]

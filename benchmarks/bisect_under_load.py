@@ -1,0 +1,99 @@
+"""`dnnbench bisect` over local releases with CPU hogs beside it, several tries: is each answer
+right or inconclusive, and how many runs did it take?
+
+Builds RELEASES images FROM --image (as tests/test_bisect.py does): each release's optimizer
+step sleeps 0.2 s, from --slow-from on 0.27 s (about a third slower: the release that changed a
+kernel); each has a label of its own. Starts --hogs busy-loop processes, runs the bisect --tries
+times (a fresh run id each), ends the hogs and removes the images. Prints per try: the answer,
+right / inconclusive / wrong, runs and seconds.
+
+Usage: python benchmarks/bisect_under_load.py --image dnnbench-wt-NAME:test [--releases 8]
+           [--slow-from 6] [--tries 10] [--hogs 2] [--rounds 8] [--results /var/tmp/bisect-load]
+"""
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+STEP = '''import time
+import torch.optim
+def _slowed(cls):
+    _step = cls.step
+    def step(self, *args, **kwargs):
+        time.sleep({delay!r})
+        return _step(self, *args, **kwargs)
+    cls.step = step
+for _cls in (torch.optim.SGD, torch.optim.Adam):
+    _slowed(_cls)
+'''
+TINY = ["--batch-size", "1", "--warmup", "1", "--number", "1", "--repeat", "3", "--max-windows", "4"]
+
+
+def release(base: str, root: Path, name: str, delay: float, tag: str) -> str:
+    folder = root / name
+    (folder / "step").mkdir(parents=True)
+    (folder / "step" / "sitecustomize.py").write_text(STEP.format(delay=delay))
+    (folder / "Dockerfile").write_text(f"FROM {base}\nCOPY step/ /opt/step/\n"
+                                       f"ENV PYTHONPATH=/opt/step:${{PYTHONPATH}}\nLABEL release={name}\n")
+    ref = f"dnnbench-bench-bisect:{tag}-{name}"
+    subprocess.run(["docker", "build", "-q", "-t", ref, str(folder)], check=True, capture_output=True, timeout=900)
+    return ref
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--image", required=True, help="the image the releases are built FROM (dnnbench build's)")
+    p.add_argument("--releases", type=int, default=8)
+    p.add_argument("--slow-from", type=int, default=6, help="the first slower release (1-based)")
+    p.add_argument("--tries", type=int, default=10)
+    p.add_argument("--hogs", type=int, default=2)
+    p.add_argument("--rounds", type=int, default=8)
+    p.add_argument("--results", type=Path, default=Path("/var/tmp/bisect-load"))
+    args = p.parse_args()
+    tag = uuid.uuid4().hex[:6]
+    with tempfile.TemporaryDirectory() as tmp:
+        refs = [release(args.image, Path(tmp), f"r{i}", 0.27 if i >= args.slow_from else 0.2, tag)
+                for i in range(1, args.releases + 1)]
+    truth = refs[args.slow_from - 1]
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.hogs)]
+    tally = {"right": 0, "inconclusive": 0, "wrong": 0}
+    try:
+        for k in range(args.tries):
+            started = time.monotonic()
+            res = subprocess.run([sys.executable, "-m", "dnnbench", "bisect", "vae", "--images", ",".join(refs),
+                                  "--results", str(args.results), "--run-id", f"{tag}-t{k + 1}", "--tolerance", "0.1",
+                                  "--rounds", str(args.rounds), *TINY], capture_output=True, text=True,
+                                 env={"COLUMNS": "400", **__import__("os").environ})
+            text = " ".join(res.stdout.split())
+            runs = re.search(r"in (\d+) runs", text)
+            found = re.search(r"first slower: (\S+) \(", text)
+            span = re.search(r"after (\S+), up to (\S+) \(", text)
+            if found:
+                outcome = "right" if found.group(1) == truth else "wrong"
+                answer = f"first slower: {found.group(1).rsplit('-', 1)[-1]}"
+            elif span:
+                lo, hi = refs.index(span.group(1)), refs.index(span.group(2))
+                outcome = "inconclusive" if lo < refs.index(truth) <= hi else "wrong"
+                answer = f"between r{lo + 1} and r{hi + 1}"
+            elif "nothing to bisect" in text:
+                outcome, answer = "inconclusive", "ends not decidedly apart"
+            else:
+                outcome, answer = "wrong", f"exit {res.returncode}: {res.stderr.strip().splitlines()[-1:]}"
+            tally[outcome] += 1
+            print(f"try {k + 1}: {answer} -> {outcome}, {runs.group(1) if runs else '?'} runs, "
+                  f"{time.monotonic() - started:.0f} s", flush=True)
+    finally:
+        for h in hogs:
+            h.kill()
+        subprocess.run(["docker", "rmi", "-f", *refs], capture_output=True)
+    print(f"{args.tries} tries beside {args.hogs} hogs: " + ", ".join(f"{v} {k}" for k, v in tally.items()))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,205 @@
+"""How often a comparison's verdict is wrong, and how often inconclusive, per rule, on replayed
+window series with a known true ratio under drifting machine load.
+
+Each replay compares image A with image B, whose true throughput ratio B/A is known (0.67, 0.95,
+1.0, 1.05). Time runs on one clock: every run is a series of timed windows (windows added until
+the 95 % CI is within half the tolerance, at most 30, as compare-images and bisect measure a
+step), with a start-up gap between runs, and each window's seconds are its work times the
+machine's slowdown at that moment, times noise that persists from window to window (an AR(1) in
+log space: windows that follow each other share the load of their moment). Load patterns:
+
+  quiet      slowdown 1, noise 2 %
+  step       the slowdown jumps from 1 to 2-4x at a random moment of the comparison
+  ramp       the slowdown grows from 1 to 3x over the comparison
+  bursts     bursts of 2-10x, a few windows long, at random
+  two-hogs   two CPU hogs beside it: slowdown about 2x with heavy noise (30 %, AR 0.8) and
+             rare 10-50x stalls (the 75 vs 3,800 items/s of one tiny run on this machine)
+
+Rules:
+  windows    today's compare-images (one run each, B after A): B/A with the CI from the two
+             runs' windows (numbers.ratio), compare_verdict
+  windows-3r today's opt-in --rounds 3: A B, B A, A B, each image's runs pooled as report pools
+             a job's runs (the wider of the runs' and the windows' CIs), then the same verdict
+  rounds     the new rule (results/rounds.py): per-round paired log-ratios, a t interval over
+             rounds, looks from 3 rounds to 6, confidence 95 % split over the looks
+
+Wrong: faster/slower when the truth is within the tolerance or the other way; same when the
+truth is outside it. Prints per rule and pattern: wrong %, inconclusive %, mean runs.
+
+  recN       (--recorded RESULT) a real run's window series replayed: each replayed window
+             takes the next recorded window's seconds (scaled by the work), so the runs get
+             what the machine really did
+
+Usage: python benchmarks/verdict_errors.py [--replays 1000] [--tolerance 0.05] [--seed 1]
+           [--recorded result.json]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from dnnbench.results import numbers, rounds  # noqa: E402
+
+RATIOS = (0.67, 0.95, 1.0, 1.05)
+PATTERNS = ("quiet", "step", "ramp", "bursts", "two-hogs")
+GAP = 3.0            # seconds between two runs (container start, plan, result)
+WINDOW = 1.0         # seconds of one window of A on a quiet machine
+
+
+class Machine:
+    """The load over one comparison: slowdown(t) and the window noise's persistent state."""
+
+    def __init__(self, pattern: str, rng: random.Random, span: float):
+        self.pattern, self.rng, self.span = pattern, rng, span
+        self.noise, self.ar, self.state = 0.02, 0.5, 0.0
+        self.step_at, self.step_to = rng.uniform(0, span), rng.uniform(2, 4)
+        self.bursts = []
+        if pattern == "bursts":
+            t = 0.0
+            while t < span:
+                t += rng.expovariate(1 / 40.0)
+                self.bursts.append((t, t + rng.uniform(1, 6), rng.uniform(2, 10)))
+        if pattern == "two-hogs":
+            self.noise, self.ar = 0.30, 0.8
+
+    def slowdown(self, t: float) -> float:
+        if self.pattern == "step":
+            return self.step_to if t >= self.step_at else 1.0
+        if self.pattern == "ramp":
+            return 1.0 + 2.0 * min(1.0, t / self.span)
+        if self.pattern == "bursts":
+            return max([f for a, b, f in self.bursts if a <= t < b] or [1.0])
+        if self.pattern == "two-hogs":
+            return 2.0 * (self.rng.uniform(10, 50) if self.rng.random() < 0.01 else 1.0)
+        return 1.0
+
+    def window(self, t: float, work: float) -> float:
+        self.state = self.ar * self.state + math.sqrt(1 - self.ar ** 2) * self.rng.gauss(0, self.noise)
+        return work * self.slowdown(t) * math.exp(self.state)
+
+
+class Recorded:
+    """A recorded run's window series as the machine: each window replays the next recorded one
+    (scaled by the work), from a random start, wrapping around; what the machine did between
+    the recorded windows is what the replayed runs get."""
+
+    def __init__(self, seconds: list[float], rng: random.Random):
+        self.seconds, self.i = seconds, rng.randrange(len(seconds))
+        self.median = sorted(seconds)[len(seconds) // 2]
+
+    def window(self, t: float, work: float) -> float:
+        self.i = (self.i + 1) % len(self.seconds)
+        return work * self.seconds[self.i] / self.median
+
+
+def run(machine, clock: list, work: float, tolerance: float) -> dict:
+    """One run: windows until the CI is within half the tolerance (3 to 30), as a step is measured."""
+    windows = []
+    clock[0] += GAP
+    while len(windows) < 30:
+        seconds = machine.window(clock[0], work)
+        clock[0] += seconds
+        windows.append({"items": 8, "seconds": seconds})
+        if len(windows) >= 3:
+            h = numbers.run_headline({"windows": windows, "world_size": 1})
+            if h["ci95_pct"] is not None and h["ci95_pct"] <= tolerance * 100 / 2:
+                break
+    return {"status": "ok", "windows": windows, "world_size": 1}
+
+
+def rule_windows(machine, clock, ratio, tolerance):
+    a, b = run(machine, clock, WINDOW, tolerance), run(machine, clock, WINDOW / ratio, tolerance)
+    return numbers.compare_verdict(numbers.ratio(numbers.run_headline(a), numbers.run_headline(b)), tolerance), 2
+
+
+def rule_windows_3r(machine, clock, ratio, tolerance):
+    runs = {"a": [], "b": []}
+    for n in range(3):
+        for side in rounds.order(["a", "b"], n):
+            runs[side].append(run(machine, clock, WINDOW if side == "a" else WINDOW / ratio, tolerance))
+    r = numbers.ratio(numbers.job_headline(runs["a"]), numbers.job_headline(runs["b"]))
+    return numbers.compare_verdict(r, tolerance), 6
+
+
+def rule_rounds(machine, clock, ratio, tolerance, max_rounds=rounds.MAX_ROUNDS, confidence=None):
+    a, b = [], []
+    for n in range(max_rounds):
+        got = {}
+        for side in rounds.order(["a", "b"], n):
+            got[side] = numbers.run_headline(run(machine, clock, WINDOW if side == "a" else WINDOW / ratio,
+                                                 tolerance))["value"]
+        a.append(got["a"])
+        b.append(got["b"])
+        j = rounds.judge(rounds.log_ratios(a, b), tolerance, max_rounds,
+                         confidence=confidence or rounds.CONFIDENCE)
+        if j.done:
+            return j.verdict, 2 * len(a)
+    return j.verdict, 2 * len(a)
+
+
+RULES = {"windows": rule_windows, "windows-3r": rule_windows_3r, "rounds": rule_rounds}
+
+
+def wrong(verdict: str, ratio: float, tolerance: float) -> bool:
+    if verdict in ("inconclusive", "-"):
+        return False
+    inside = 1 - tolerance - 1e-12 <= ratio <= 1 + tolerance + 1e-12
+    right = "same" if inside else ("faster" if ratio > 1 else "slower")
+    return verdict != right
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--replays", type=int, default=1000, help="comparisons per rule, pattern and ratio")
+    p.add_argument("--tolerance", type=float, default=0.05)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--rules", default=",".join(RULES))
+    p.add_argument("--patterns", default=",".join(PATTERNS), help="the synthetic patterns (empty: none)")
+    p.add_argument("--recorded", action="append", default=[], metavar="RESULT_JSON",
+                   help="also replay the windows of a recorded run (a long one: --repeat 400)")
+    p.add_argument("--confidence", type=float, default=None, help="the rounds rule's (default: its own)")
+    p.add_argument("--max-rounds", type=int, default=rounds.MAX_ROUNDS, help="the rounds rule's --rounds")
+    args = p.parse_args()
+    RULES["rounds"] = lambda m, c, r, t: rule_rounds(m, c, r, t, args.max_rounds, args.confidence)
+    rng = random.Random(args.seed)
+    print(f"{args.replays} replays per cell, tolerance {args.tolerance}, true ratios {RATIOS}; rounds rule: "
+          f"confidence {args.confidence or rounds.CONFIDENCE}, at most {args.max_rounds} rounds")
+    print(f"{'rule':<11} {'pattern':<9} " + " ".join(f"{'r=' + str(r):>17}" for r in RATIOS)
+          + f" {'all wrong':>9} {'runs':>5}")
+    recorded = {}
+    for path in args.recorded:
+        data = json.loads(Path(path).read_text())
+        recorded[f"rec{len(recorded) + 1}"] = [w["seconds"] for w in data["windows"]]
+        print(f"rec{len(recorded)}: {path}: {len(data['windows'])} windows, "
+              f"{min(recorded[f'rec{len(recorded)}']):.3g}-{max(recorded[f'rec{len(recorded)}']):.3g} s")
+    for name in args.rules.split(","):
+        rule = RULES[name]
+        totals = {"wrong": 0, "n": 0}
+        for pattern in (*[x for x in args.patterns.split(",") if x], *recorded):
+            cells, runs = [], 0
+            for ratio in RATIOS:
+                w = inc = 0
+                for _ in range(args.replays):
+                    machine = Recorded(recorded[pattern], rng) if pattern in recorded else \
+                        Machine(pattern, rng, span=200.0)
+                    verdict, used = rule(machine, [0.0], ratio, args.tolerance)
+                    w += wrong(verdict, ratio, args.tolerance)
+                    inc += verdict == "inconclusive"
+                    runs += used
+                cells.append(f"{100 * w / args.replays:5.1f}w {100 * inc / args.replays:5.1f}i")
+                totals["wrong"] += w
+                totals["n"] += args.replays
+            print(f"{name:<11} {pattern:<9} " + " ".join(f"{c:>17}" for c in cells)
+                  + f" {'':>9} {runs / (args.replays * len(RATIOS)):5.1f}", flush=True)
+        print(f"{name:<11} {'all':<9} {'':>71} {100 * totals['wrong'] / totals['n']:8.2f}%")
+    print("w: wrong verdicts %, i: inconclusive %, runs: mean runs per comparison")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,250 @@
+"""The one verdict rule: right or inconclusive, never confidently wrong on a shared machine.
+
+The unit of evidence is a round: every side of a comparison measured once, the order reversed
+each round (A B, B A, ...), so a load that grows or fades weighs on both sides alike. A round
+gives one paired log-ratio (log B - log A); windows only make each side's figure within a round
+(windows that follow each other share the load of their moment, so they are not independent
+samples, and an interval over them is far too narrow).
+
+The rule: Student's t interval of the mean log-ratio over the rounds, looked at after every
+round from FIRST_LOOK rounds on, up to `max_rounds`. The confidence is split over the planned
+looks (Bonferroni: each look at 1 - (1 - CONFIDENCE) / looks), so the chance that any look's
+interval misses the true ratio is at most 1 - CONFIDENCE, extra looks included. A verdict is
+wrong only when an interval misses the truth (faster needs the whole interval above 1 +
+tolerance, slower below 1 - tolerance, same inside the band): P(wrong verdict) <= 1 - CONFIDENCE
+= 1 % per comparison, when the rounds' log-ratios are independent draws around the true one
+(a load that drifts makes neighbouring rounds alike: benchmarks/verdict_errors.py measures the
+rate under steps, ramps, bursts and two hogs; BENCHMARKS.md has the figures).
+
+The rounds stop as soon as the interval clears the band (faster, slower) or lies inside it
+(same); at `max_rounds` it is "inconclusive", with what would decide it.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import statistics
+
+CONFIDENCE = 0.99   # all looks together: a wrong verdict at most 1 % of the time
+FIRST_LOOK = 3      # rounds before the first look (2 give a t quantile in the hundreds)
+MAX_ROUNDS = 8      # the default --rounds: looks at 3, 4, ... 8 rounds
+EDGE = 1e-9         # rounding: a ratio computed on the tolerance's edge is not beyond it
+LOAD_CHANGE = 3.0   # a load that moved by this factor between rounds is said with the verdict
+
+
+def _betacf(a: float, b: float, x: float) -> float:
+    """The continued fraction of the regularized incomplete beta (modified Lentz)."""
+    tiny, qab, qap, qam = 1e-300, a + b, a + 1.0, a - 1.0
+    c, d = 1.0, 1.0 - qab * x / qap
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 300):
+        m2 = 2 * m
+        for aa in (m * (b - m) * x / ((qam + m2) * (a + m2)), -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))):
+            d = 1.0 + aa * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + aa / c
+            c = c if abs(c) > tiny else tiny
+            h *= d * c
+        if abs(d * c - 1.0) < 1e-14:
+            break
+    return h
+
+
+def _betainc(a: float, b: float, x: float) -> float:
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
+    if x < (a + 1.0) / (a + b + 2.0):
+        return front * _betacf(a, b, x) / a
+    return 1.0 - front * _betacf(b, a, 1.0 - x) / b
+
+
+def t_cdf(t: float, df: float) -> float:
+    tail = 0.5 * _betainc(df / 2.0, 0.5, df / (df + t * t))
+    return 1.0 - tail if t >= 0 else tail
+
+
+@functools.lru_cache(maxsize=4096)
+def t_quantile(p: float, df: float) -> float:
+    """Student's t quantile (0.5 < p < 1), by bisection on the CDF: exact to 1e-9."""
+    lo, hi = 0.0, 1.0
+    while t_cdf(hi, df) < p:
+        hi *= 2.0
+    for _ in range(200):
+        mid = (lo + hi) / 2.0
+        if t_cdf(mid, df) < p:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo < 1e-10 * max(1.0, hi):
+            break
+    return (lo + hi) / 2.0
+
+
+def looks(max_rounds: int, first: int = FIRST_LOOK) -> list[int]:
+    """The rounds after which the rule looks: from `first` (or max_rounds, when fewer) on."""
+    start = min(max(2, first), max_rounds)
+    return list(range(start, max_rounds + 1)) if max_rounds >= 2 else []
+
+
+@dataclasses.dataclass
+class Judgement:
+    """What the rounds say: verdict, the geometric-mean ratio and its interval (Nones below two
+    rounds), how many rounds, whether to stop, and a line on why when inconclusive."""
+    verdict: str            # faster, slower, same (compare); good, bad (a bisect midpoint); inconclusive
+    ratio: float | None
+    low: float | None
+    high: float | None
+    rounds: int
+    done: bool
+    why: str = ""
+
+    def pct(self) -> str:
+        """'-12.3 % (-15.0 .. -9.4)': the ratio as a change with its interval."""
+        if self.ratio is None:
+            return "-"
+        span = "" if self.low is None or self.high is None else \
+            f" ({(self.low - 1) * 100:+.1f} .. {(self.high - 1) * 100:+.1f} %)"
+        return f"{(self.ratio - 1) * 100:+.1f} %{span}"
+
+
+def interval(logs: list[float], max_rounds: int, confidence: float = CONFIDENCE,
+             first: int = FIRST_LOOK) -> tuple[float | None, float | None, float | None]:
+    """(mean, low, high) of the log-ratios at this look; low/high None before the first look."""
+    n = len(logs)
+    if not n:
+        return None, None, None
+    mean = statistics.fmean(logs)
+    planned = looks(max(max_rounds, n), first)
+    if n not in planned or n < 2:
+        return mean, None, None
+    alpha = (1.0 - confidence) / len(planned)
+    half = t_quantile(1.0 - alpha / 2.0, n - 1) * statistics.stdev(logs) / math.sqrt(n)
+    return mean, mean - half, mean + half
+
+
+def _load_note(loads: list[float] | None) -> str:
+    """'load changed 4.2x during the rounds' when the rounds' loads spread by LOAD_CHANGE or more."""
+    values = [x for x in loads or [] if isinstance(x, (int, float)) and x > 0]
+    if len(values) < 2 or max(values) / min(values) < LOAD_CHANGE:
+        return ""
+    return f"load changed {max(values) / min(values):.1f}x during the rounds"
+
+
+def _undecided(logs: list[float], mean: float, low: float | None, high: float | None, edges: list[float],
+               max_rounds: int, confidence: float) -> str:
+    """What would decide it: roughly how many rounds at this spread, or why none would."""
+    n = len(logs)
+    if n < 2:
+        return f"{n} round: a round alternates both sides once; {FIRST_LOOK} or more (--rounds) decide"
+    if n < min(FIRST_LOOK, max_rounds) or low is None:
+        return f"{n} rounds: the first look is after {FIRST_LOOK} (--rounds {max(FIRST_LOOK, max_rounds)})"
+    gap = min(abs(mean - e) for e in edges)
+    sd = statistics.stdev(logs)
+    if gap < 1e-9 or sd == 0:
+        return "the ratio sits on the tolerance's edge: no number of rounds decides it at this --tolerance"
+    need = n
+    while need < 1000:
+        need += 1
+        q = t_quantile(1.0 - (1.0 - confidence) / (2.0 * len(looks(need))), need - 1)
+        if q * sd / math.sqrt(need) < gap:
+            break
+    spread = (math.exp(sd) - 1) * 100
+    if need >= 1000:
+        return f"the rounds disagree by {spread:.0f} % (sd): a quieter machine, not more rounds, would decide it"
+    return f"the rounds disagree by {spread:.0f} % (sd): about {need} rounds (--rounds {need}) would decide it"
+
+
+def _band(low: float | None, high: float | None, tolerance: float) -> str:
+    """faster/slower when the log interval clears 1 +- tolerance, same inside it, else inconclusive."""
+    up, down = math.log1p(tolerance), math.log1p(-tolerance)
+    if low is None or high is None:
+        return "inconclusive"
+    if low > up + EDGE:     # EDGE: a ratio computed on the band's edge is not beyond it
+        return "faster"
+    if high < down - EDGE:
+        return "slower"
+    return "same" if low >= down and high <= up else "inconclusive"
+
+
+def judge(logs: list[float], tolerance: float, max_rounds: int = MAX_ROUNDS, *, loads: list[float] | None = None,
+          confidence: float = CONFIDENCE, first: int = FIRST_LOOK) -> Judgement:
+    """B against A from the rounds' log(B/A): faster, slower, same (inside 1 +- tolerance) or
+    inconclusive; done when decided or at max_rounds."""
+    n = len(logs)
+    mean, low, high = interval(logs, max_rounds, confidence, first)
+    if mean is None:
+        return Judgement("inconclusive", None, None, None, 0, max_rounds <= 0, "no rounds")
+    up, down = math.log1p(tolerance), math.log1p(-tolerance)
+    verdict = _band(low, high, tolerance)
+    done = verdict != "inconclusive" or n >= max_rounds
+    why = ""
+    if verdict == "inconclusive":
+        why = _undecided(logs, mean, low, high, [up, down], max_rounds, confidence)
+    note = _load_note(loads)
+    if note:
+        why = f"{why}; {note}" if why else note
+    return Judgement(verdict, math.exp(mean), None if low is None else math.exp(low),
+                     None if high is None else math.exp(high), n, done, why)
+
+
+def side(logs: list[float], max_rounds: int = MAX_ROUNDS, *, loads: list[float] | None = None,
+         confidence: float = CONFIDENCE, first: int = FIRST_LOOK) -> Judgement:
+    """A bisect midpoint from the rounds' log(mid / geometric middle of the ends): good when the
+    interval lies wholly above 0 (mid nearer the good end), bad when wholly below, else
+    inconclusive. Its ratio is mid over the ends' geometric middle."""
+    n = len(logs)
+    mean, low, high = interval(logs, max_rounds, confidence, first)
+    if mean is None:
+        return Judgement("inconclusive", None, None, None, 0, max_rounds <= 0, "no rounds")
+    verdict = "inconclusive"
+    if low is not None and low > 0:
+        verdict = "good"
+    elif high is not None and high < 0:
+        verdict = "bad"
+    done = verdict != "inconclusive" or n >= max_rounds
+    why = "" if verdict != "inconclusive" else _undecided(logs, mean, low, high, [0.0], max_rounds, confidence)
+    note = _load_note(loads)
+    if note:
+        why = f"{why}; {note}" if why else note
+    return Judgement(verdict, math.exp(mean), None if low is None else math.exp(low),
+                     None if high is None else math.exp(high), n, done, why)
+
+
+def log_ratios(a: list[float], b: list[float]) -> list[float]:
+    """Per round log(b / a) of paired figures (a round with a missing or zero figure is left out)."""
+    return [math.log(y / x) for x, y in zip(a, b) if x and y and x > 0 and y > 0]
+
+
+def order(items: list, round_index: int) -> list:
+    """The order of round `round_index` (0-based): as given, then reversed, and so on."""
+    return list(items) if round_index % 2 == 0 else list(items)[::-1]
+
+
+def unpaired(a: list[float], b: list[float], tolerance: float, confidence: float = CONFIDENCE) -> Judgement:
+    """B against A from runs that were not alternated (two result sets measured apart): each run
+    one observation, Welch's interval of the difference of the mean log figures, one look. Fewer
+    than two runs a side: inconclusive (one run cannot tell a change from the load of its moment)."""
+    la = [math.log(x) for x in a if x and x > 0]
+    lb = [math.log(x) for x in b if x and x > 0]
+    if not la or not lb:
+        return Judgement("inconclusive", None, None, None, 0, True, "no figure on one side")
+    ratio = math.exp(statistics.fmean(lb) - statistics.fmean(la))
+    if len(la) < 2 or len(lb) < 2:
+        return Judgement("inconclusive", ratio, None, None, min(len(la), len(lb)), True,
+                         f"{len(la)} run(s) of A, {len(lb)} of B: two or more a side make an interval; "
+                         f"alternated rounds (compare-images) pair them")
+    va, vb = statistics.variance(la) / len(la), statistics.variance(lb) / len(lb)
+    se = math.sqrt(va + vb)
+    df = (len(la) + len(lb) - 2) if se == 0 else \
+        se ** 4 / (va ** 2 / (len(la) - 1) + vb ** 2 / (len(lb) - 1))
+    half = t_quantile(1.0 - (1.0 - confidence) / 2.0, max(1.0, df)) * se
+    mean = math.log(ratio)
+    verdict = _band(mean - half, mean + half, tolerance)
+    why = "" if verdict != "inconclusive" else \
+        f"runs of each side disagree by {(math.exp(math.sqrt(max(va * len(la), vb * len(lb)))) - 1) * 100:.0f} % (sd)"
+    return Judgement(verdict, ratio, math.exp(mean - half), math.exp(mean + half), min(len(la), len(lb)), True, why)
