@@ -13,6 +13,7 @@ a resumed run's log not compliant, as MLPerf's rules would (a run is one uninter
 mllog is imported lazily: an image without mlperf-logging trains as before and says so in one
 line. Only rank 0 writes. Python 3.7+, stdlib only (mlperf-logging where installed).
 """
+import io
 import logging
 import os
 import sys
@@ -53,13 +54,16 @@ class Log(object):
             sys.stderr.write("mlperf-logging is not installed here: no %s (pip install mlperf-logging, "
                              "or train with --runtime host)\n" % LOG_FILE)
             return
-        path = os.path.join(args.results, LOG_FILE)
-        try:
-            fileio.make_dirs(args.results)
-            self.stream = fileio.open_append(path)
-        except OSError as exc:   # a link or FIFO planted there: refused, the training goes on
-            sys.stderr.write("warning: no MLPerf log: %s: %s\n" % (path, exc.strerror or exc))
-            return
+        self.path = os.path.join(args.results, LOG_FILE)
+        # a resume's segment is held in memory until the resume has taken up its checkpoint
+        # (commit): a refused resume leaves the run folder as it was, its log included
+        self.pending = bool(args.resume)
+        if self.pending:
+            self.stream = io.StringIO()
+        else:
+            self.stream = self._open()
+            if self.stream is None:
+                return
         logger = logging.getLogger("dnnbench.mlperf")
         logger.propagate = False
         logger.setLevel(logging.INFO)
@@ -74,6 +78,32 @@ class Log(object):
         self.mllog.event("cache_clear", value=False, metadata={
             "note": "dnnbench does not drop the page cache (root only); the dataset may be cached"})
         self.mllog.start("init_start", metadata={"dnnbench_run_id": args.run_id, "resume": bool(args.resume)})
+
+    def _open(self):
+        try:
+            fileio.make_dirs(self.args.results)
+            return fileio.open_append(self.path)
+        except OSError as exc:   # a link or FIFO planted there: refused, the training goes on
+            sys.stderr.write("warning: no MLPerf log: %s: %s\n" % (self.path, exc.strerror or exc))
+            return None
+
+    def commit(self):
+        """The resume took up its checkpoint: its segment so far goes to the file, and on."""
+        if self.mllog is None or not self.pending:
+            return
+        self.pending = False
+        stream = self._open()
+        if stream is None:
+            self._detach()
+            return
+        stream.write(self.stream.getvalue())
+        self.handler.setStream(stream)
+        self.stream = stream
+
+    def _detach(self):
+        self.logger.removeHandler(self.handler)
+        self.stream.close()
+        self.mllog = None
 
     def _event(self, key, value=None, metadata=None):
         if self.mllog is not None:
@@ -166,6 +196,9 @@ class Log(object):
         open (interrupted: resumable; ended without reaching the target: aborted)."""
         if self.mllog is None:
             return
+        if self.pending:    # a resume that never took up a checkpoint: nothing of it is logged
+            self._detach()
+            return
         status = result.get("status")
         training = result.get("training") or {}
         if training.get("reached"):
@@ -177,9 +210,7 @@ class Log(object):
                           else "no target: the epochs ran out")
         else:
             self.run_stop("aborted", "%s: %s" % (status, result.get("message") or ""))
-        self.logger.removeHandler(self.handler)
-        self.stream.close()
-        self.mllog = None
+        self._detach()
 
 
 def optimizer_keys(opt, task, args, world_size):

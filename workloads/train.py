@@ -252,6 +252,7 @@ def _train(workload, task_class, args, dist, result, stopper, given, guard, mlog
     if record is not None:
         run.resume(record)
         guard["keep_partial"] = False
+        mlog.commit()
     else:
         run.start_record()
     mlog.run_start(run)
