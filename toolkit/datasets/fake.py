@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from dnnbench import locks
+from dnnbench.datasets import folder
 from dnnbench.console import info, progress
 from dnnbench.errors import DnnbenchError
 from dnnbench.workloads import fileio
@@ -40,13 +40,7 @@ def fake_command(kind: str, dest: Path, images: int, classes: int, size: int, wo
         raise DnnbenchError(f"--workers {workers}: give 1 to 256")
     if kind in ("imagenet", "coco"):
         need_pillow(f"`data fake {kind}` writes JPEGs")
-    try:
-        fileio.make_dirs(str(dest))
-    except fileio.NotRegularFile as exc:
-        raise DnnbenchError(f"cannot create {dest}: {exc.filename} is {exc.kind}") from None
-    except OSError as exc:
-        raise DnnbenchError(f"cannot create {dest}: {exc.strerror or exc}") from None
-    with locks.hold(dest, what=f"dataset folder {dest}"):
+    with folder.writing(dest):
         _write(kind, dest, images, classes, size, workers)
 
 

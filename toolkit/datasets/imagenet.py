@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dnnbench.console import err, escape, info, progress, warn
-from dnnbench import locks, names
+from dnnbench import names
+from dnnbench.datasets import folder
 from dnnbench.errors import DnnbenchError
 from dnnbench.workloads import fileio
 
@@ -57,14 +58,8 @@ def prepare_command(kind: str, src: Path, dest: Path, val_map: Path | None, work
     if val_map is not None and not fileio.is_regular(str(val_map)):
         raise DnnbenchError(f"--val-map {val_map}: {fileio.kind_at(str(val_map))}, not a regular file")
     _refuse_overlap(src, dest)
-    try:
-        fileio.make_dirs(str(dest))
-    except fileio.NotRegularFile as exc:
-        raise DnnbenchError(f"cannot create {dest}: {exc.filename} is {exc.kind}") from None
-    except OSError as exc:
-        raise DnnbenchError(f"cannot create {dest}: {exc.strerror or exc}") from None
     # everything below rewrites or removes what is in DEST: one `data prepare` or `data fake` at a time
-    with locks.hold(dest, what=f"dataset folder {dest}"):
+    with folder.writing(dest):
         _prepare(src, dest, val_map, workers)
 
 

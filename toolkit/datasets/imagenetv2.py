@@ -18,7 +18,8 @@ import tarfile
 import time
 from pathlib import Path, PurePosixPath
 
-from dnnbench import locks, names
+from dnnbench import names
+from dnnbench.datasets import folder
 from dnnbench.console import info, warn
 from dnnbench.errors import DnnbenchError
 from dnnbench.workloads import fileio
@@ -57,11 +58,7 @@ def prepare_command(src: Path, dest: Path, classes_from: Path | None) -> None:
     wnids = wnids_from(classes_from)
     if names.real(dest) in names.real(src).parents:
         raise DnnbenchError(f"--from {src} lies inside --to {dest}: the archive is only read, extract it elsewhere")
-    try:
-        fileio.make_dirs(str(dest))
-    except OSError as exc:
-        raise DnnbenchError(f"cannot create {dest}: {exc.strerror or exc}") from None
-    with locks.hold(dest, what=f"dataset folder {dest}"):
+    with folder.writing(dest):
         _prepare(src, dest, wnids)
 
 

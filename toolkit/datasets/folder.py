@@ -1,0 +1,23 @@
+"""The dataset folder a command writes (`data fake`, `data prepare`): made, or refused in one
+line naming what stands in its way, then held, so one command at a time rewrites it."""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+from dnnbench import locks
+from dnnbench.errors import DnnbenchError
+from dnnbench.workloads import fileio
+
+
+@contextmanager
+def writing(dest: Path) -> Iterator[None]:
+    try:
+        fileio.make_dirs(str(dest))
+    except fileio.NotRegularFile as exc:
+        raise DnnbenchError(f"cannot create {dest}: {exc.filename} is {exc.kind}") from None
+    except OSError as exc:
+        raise DnnbenchError(f"cannot create {dest}: {exc.strerror or exc}") from None
+    with locks.hold(dest, what=f"dataset folder {dest}"):
+        yield
