@@ -150,3 +150,26 @@ def test_the_loader_workload_is_never_told_to_use_a_gpu():
     hint = verdict._compute_hint({}, "cpu", "loader")
     assert "GPU" not in hint and "--workers" in hint
     assert "GPU" in verdict._compute_hint({}, "cpu", "resnet18")
+
+
+def _as_script(data, **fields):
+    """The recorded run as a user's script's result: the instrumentation's options, no loader."""
+    d = copy.deepcopy(data)
+    d.update(options={"warmup": 2, "number": 3, "repeat": 3, "items_per_step": None, "run_to_end": False},
+             loader=None, script={"path": "/w/train.py", "sha256": "0" * 64, "argv": [], "exit_code": 0}, **fields)
+    d.pop("verdict", None)
+    return d
+
+
+@pytest.mark.parametrize("label, fields", [
+    ("input-bound", {}),
+    ("throttled", {"data_wait_fraction": 0.0, "telemetry": {"throttle_thermal_share": 0.9}}),
+    ("communication-bound", {"data_wait_fraction": 0.0, "world_size": 2, "scaling": {"efficiency": 0.5}}),
+    ("compute-bound", {"data_wait_fraction": 0.0}),
+])
+def test_a_scripts_verdict_names_no_option_the_script_does_not_take(label, fields):
+    """A script takes none of the harness options (--workers, --amp, --cool-down ...): its hint
+    says what to change in the script, never `more --workers (None now)`."""
+    v = verdict.judge(_as_script(_read(INPUT_BOUND), **fields))
+    assert v["label"] == label
+    assert "--" not in v["hint"] and "None" not in v["hint"]

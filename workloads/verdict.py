@@ -55,6 +55,19 @@ def throttle_shares(reasons):
             sum(1 for m in masks if m & THERMAL_BITS) / float(len(masks)))
 
 
+# a user's script takes none of the harness options: its hints name what to change in the script
+SCRIPT_HINTS = {
+    "input-bound": "a faster input pipeline in the script (more DataLoader num_workers, pin_memory=True), "
+                   "or faster storage",
+    "throttled": "a cooler GPU (airflow, fans, free slot beside it) or the power limit (`nvidia-smi -q -d POWER`); "
+                 "compare figures only at the same temperature and limit",
+    "communication-bound": "NCCL settings: NCCL_DEBUG=INFO should show NVLink/P2P or IB (unset "
+                           "NCCL_P2P_DISABLE / NCCL_IB_DISABLE), or a larger batch per GPU in the script",
+    "host-bound": "torch.compile or a larger batch in the script (fewer, fused kernel launches)",
+    "compute-bound": "mixed precision (torch.autocast), channels_last or torch.compile in the script",
+}
+
+
 def _input_hint(opts, device, loader):
     used = (loader or {}).get("used") if isinstance(loader, dict) else None
     workers = opts.get("workers") if isinstance(opts.get("workers"), int) else None
@@ -141,6 +154,8 @@ def judge(result):
         evidence.append("no GPU telemetry")
 
     def out(label, hint):
+        if isinstance(result.get("script"), dict):
+            hint = SCRIPT_HINTS.get(label, hint)
         return {"label": label, "evidence": evidence, "hint": hint}
 
     if wait is not None and wait >= INPUT_WAIT:
