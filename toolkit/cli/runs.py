@@ -386,6 +386,7 @@ def reproduce(
     tolerance: float = typer.Option(0.05, "--tolerance", callback=in_range(BY_NAME["tolerance"]), help="Reproduced when the 95% CI of new/old is within 1 +- this."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Do not echo the run's output."),
     env: List[str] = typer.Option([], "--env", "-e", help=FILE_ENV_HELP),
+    allow_changed_script: bool = typer.Option(False, "--allow-changed-script", help="Run a script result's script even though its SHA-256 changed."),
 ):
     """Run the job of a result again (same workload, options, seed, data, GPUs; the same image by
     digest) and compare the two: reproduced, faster, slower or inconclusive. Exit 1 when the new
@@ -394,7 +395,7 @@ def reproduce(
     from dnnbench.runs.reproduce import reproduce_command
     raise typer.Exit(reproduce_command(result, runtime=plain(runtime), image=image, results=results, run_id=run_id,
                                        tolerance=tolerance, quiet=quiet, data_dir=data,
-                                       env=environment.parse(env)))
+                                       env=environment.parse(env), allow_changed_script=allow_changed_script))
 
 
 PASS_THROUGH = {"allow_extra_args": True, "ignore_unknown_options": False}

@@ -368,7 +368,8 @@ def script_plan(opts: RunOptions, runtime: str) -> plan_mod.RunPlan:
         ulimits=dict(facts.get("ulimits") or {}) if runtime == "docker" else {},
         timeout=opts.timeout, base=img.base, cpuset=opts.cpuset,
         memory=opts.memory if runtime == "docker" else None, entrypoint=list(img.entrypoint) if contained else [],
-        manifest={} if opts.dry_run else host_manifest(runtime, img.ref, img.base, data))
+        manifest={} if opts.dry_run else dict(host_manifest(runtime, img.ref, img.base, data),
+                                                 script=str(folder / entry)))   # what reproduce runs again
 
 
 def job_for(plan: plan_mod.RunPlan):
