@@ -62,3 +62,17 @@ def test_every_kind_writes_a_valid_result_with_its_manifest(kind, ok, tmp_path):
         script = data["script"]["path"]
         with open(script, "rb") as fh:
             assert manifest["script"] == {"path": script, "sha256": hashlib.sha256(fh.read()).hexdigest()}
+
+
+def test_only_the_result_object_writes_and_judges_a_result():
+    """The class, not the cases: no entry point of the container side builds, judges or writes
+    a result of its own (each did, and they drifted: script results had no manifest)."""
+    import ast
+    found = []
+    for path in sorted((ROOT / "workloads").rglob("*.py")):
+        if path.name in ("result.py", "schema.py", "verdict.py"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Attribute) and node.attr in ("write_atomic", "judge", "SCHEMA_VERSION"):
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.attr}")
+    assert found == [], "use workloads/result.py's Result: " + ", ".join(found)
