@@ -4,6 +4,7 @@ import copy
 import csv
 import io
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -150,3 +151,54 @@ def test_the_loader_workload_is_never_told_to_use_a_gpu():
     hint = verdict._compute_hint({}, "cpu", "loader")
     assert "GPU" not in hint and "--workers" in hint
     assert "GPU" in verdict._compute_hint({}, "cpu", "resnet18")
+
+
+def _as_script(data, **fields):
+    """The recorded run as a user's script's result: the instrumentation's options, no loader."""
+    d = copy.deepcopy(data)
+    d.update(options={"warmup": 2, "number": 3, "repeat": 3, "items_per_step": None, "run_to_end": False},
+             loader=None, script={"path": "/w/train.py", "sha256": "0" * 64, "argv": [], "exit_code": 0}, **fields)
+    d.pop("verdict", None)
+    return d
+
+
+@pytest.mark.parametrize("label, fields", [
+    ("input-bound", {}),
+    ("throttled", {"data_wait_fraction": 0.0, "telemetry": {"throttle_thermal_share": 0.9}}),
+    ("communication-bound", {"data_wait_fraction": 0.0, "world_size": 2, "scaling": {"efficiency": 0.5}}),
+    ("compute-bound", {"data_wait_fraction": 0.0}),
+])
+def test_a_scripts_verdict_names_no_option_the_script_does_not_take(label, fields):
+    """A script takes none of the harness options (--workers, --amp, --cool-down ...): its hint
+    says what to change in the script, never `more --workers (None now)`."""
+    v = verdict.judge(_as_script(_read(INPUT_BOUND), **fields))
+    assert v["label"] == label
+    assert "--" not in v["hint"] and "None" not in v["hint"]
+
+
+def _as_training(data, **fields):
+    """The recorded run as a training run's result: `train`'s options, a training block."""
+    d = copy.deepcopy(data)
+    d.update(options={"batch_size": 32, "workers": 0, "amp": "none", "channels_last": False, "seed": 0,
+                      "device": "cpu", "epochs": 1}, training={"metric": "top1", "reached": False, "epochs": []},
+             **fields)
+    d.pop("verdict", None)
+    return d
+
+
+@pytest.mark.parametrize("fields", [
+    {"loader": {"requested": "auto", "used": "cpu", "why": ""}, "options": {"device": "cuda", "workers": 4}},
+    {"data_wait_fraction": 0.0, "telemetry": {"throttle_thermal_share": 0.9}},
+    {"data_wait_fraction": 0.0, "options": {"device": "cuda"}, "telemetry": {"median_utilization_pct": 20.0}},
+    {"data_wait_fraction": 0.0, "options": {"device": "cuda", "amp": "bf16", "channels_last": True}},
+    {"data_wait_fraction": 0.0},
+], ids=["input-gpu", "throttled", "host-bound", "compute-gpu", "compute-cpu"])
+def test_a_training_runs_verdict_names_only_options_train_takes(fields):
+    """`train` takes no --loader, --compile or --cool-down: its hints never name them."""
+    d = _as_training(_read(INPUT_BOUND))
+    d["options"].update(fields.pop("options", {}))
+    d.update(fields)
+    v = verdict.judge(d)
+    assert v["hint"], v
+    named = set(re.findall(r"--[a-z][a-z-]*", v["hint"]))
+    assert named <= set(verdict.TRAINING_FLAGS), v["hint"]

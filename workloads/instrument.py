@@ -29,10 +29,9 @@ import socket
 import sys
 import threading
 import time
-import uuid
-from datetime import datetime
 
-from . import ending, fileio, netif, schema, windows
+from . import ending, fileio, netif, windows
+from .result import Result
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NO_STEPS = 0, 1, 2, 5
 ITEMS_ENV = "DNNBENCH_ITEMS_PER_STEP"
@@ -274,19 +273,13 @@ def main(argv=None):
     if problem:
         _log("error: " + problem)
         return EXIT_USAGE
-    run_id = a.run_id or datetime.utcnow().strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
     script = os.path.abspath(a.script)
-    result = {
-        "schema_version": schema.SCHEMA_VERSION, "run_id": run_id,
-        "workload": workload_name(script), "status": "running", "message": None,
-        "options": {"warmup": a.warmup, "number": a.number, "repeat": a.repeat,
-                    "items_per_step": a.items_per_step, "run_to_end": a.run_to_end},
-        "unit": a.unit + "/s", "throughput": schema.empty_throughput(), "windows": [], "loss": [],
-        "system": {}, "started": datetime.utcnow().isoformat() + "Z", "ended": None,
-        "world_size": 1, "ranks": [], "synthetic": None, "data_wait_fraction": None,
-        "telemetry": None, "loader": None, "verdict": None,
-        "script": {"path": script, "sha256": _sha256(script), "argv": list(a.args), "exit_code": None},
-    }
+    # what the manifest reads: no dataset of dnnbench's, no seed of dnnbench's
+    facts = argparse.Namespace(data=None, seed=None, results=a.results)
+    result = Result(a.run_id, workload_name(script), a.unit, args=facts,
+                    options={"warmup": a.warmup, "number": a.number, "repeat": a.repeat,
+                             "items_per_step": a.items_per_step, "run_to_end": a.run_to_end},
+                    script={"path": script, "sha256": _sha256(script), "argv": list(a.args), "exit_code": None})
     meter = Meter(a.warmup, a.number, a.repeat, a.items_per_step, a.run_to_end)
     remove = install(meter)
     netif.pin_gloo_interface()   # before the script's init_process_group
@@ -340,7 +333,7 @@ def _no_group(world):
 
 
 def _finish(result, meter, code, a):
-    from . import system, verdict
+    from . import system
     ranks, rank = _gather(meter.windows, result["message"] or ("exit code %s" % code) if code else None)
     failed = [(r.get("rank"), r.pop("failure", None)) for r in ranks]
     failed = [(n, why) for n, why in failed if why]
@@ -361,9 +354,11 @@ def _finish(result, meter, code, a):
     result["ranks"] = ranks
     result["world_size"] = len(ranks)
     result["windows"] = meter.windows
+    device = None
     try:
         import torch
-        result["system"] = system.collect("cuda" if torch.cuda.is_available() else "cpu")
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        result["system"] = system.collect(device)
     except Exception:  # noqa: BLE001 - facts are a bonus, never the run's failure
         pass
     if result["status"] == "running":
@@ -385,21 +380,13 @@ def _finish(result, meter, code, a):
             code = EXIT_USAGE
         else:
             result["status"] = "ok"
-    result["throughput"] = schema.throughput(meter.windows, result["world_size"])
-    result["data_wait_fraction"] = windows.data_wait_fraction(meter.windows)
-    result["ended"] = datetime.utcnow().isoformat() + "Z"
-    try:
-        result["verdict"] = verdict.judge(result)
-    except Exception as exc:  # noqa: BLE001 - a verdict never costs the result
-        result["verdict"] = {"label": "unknown", "evidence": ["no verdict: %s" % exc], "hint": None}
-    if rank == 0:
-        out = os.path.join(a.results, schema.RESULT_FILE)
-        try:
-            schema.write_atomic(out, result)
-            _log("result: %s (%s)" % (out, result["status"]))
-        except OSError as exc:
-            _log("error: cannot write the result to %s: %s" % (out, exc))
-            code = code or EXIT_ERROR
+    try:   # the script's path and SHA-256: what `dnnbench reproduce` checks before it runs it again
+        result.collect_manifest(device, rank, synthetic=None,
+                                script={"path": result["script"]["path"], "sha256": result["script"]["sha256"]})
+    except Exception as exc:  # noqa: BLE001 - facts are a bonus, never the run's failure
+        _log("dnnbench: no manifest: %s" % exc)
+    if not result.close(a.results, rank):
+        code = code or EXIT_ERROR
     if result["status"] == "ok":
         _log("%s: %s %s (sum of items / sum of seconds over %d windows)" % (
             result["workload"], "%.4g" % result["throughput"]["total"]["value"], result["unit"],

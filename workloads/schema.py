@@ -181,7 +181,7 @@ def validate(data, copy=False):
         elif scaling.get("efficiency") is not None and not (finite(scaling["efficiency"])
                                                            and scaling["efficiency"] > 0):
             out.append("scaling.efficiency must be a finite number > 0, not %r" % (scaling["efficiency"],))
-    for key in ("telemetry", "profile", "cool_down", "host"):
+    for key in ("telemetry", "profile", "cool_down", "host", "manifest"):
         out += _optional(data, key, dict, "an object")
     copies = data.get("copies")
     if copies is not None:
@@ -240,6 +240,15 @@ def json_schema():
             {"type": "number", "exclusiveMinimum": 0}, {"type": "null"}]}}}, {"type": "null"}]},
         "telemetry": optional_object, "profile": optional_object, "cool_down": optional_object,
         "host": optional_object,
+        # what a second run must match (workloads/manifest.py); a script's carries its path and SHA-256
+        "manifest": {"anyOf": [{"type": "null"}, {"type": "object", "required": ["manifest_version", "command_line"],
+                                                  "properties": {
+            "manifest_version": {"type": "integer", "minimum": 1},
+            "command_line": {"type": "array", "items": text},
+            "seed": {"anyOf": [{"type": "integer"}, {"type": "null"}]},
+            "host": optional_object,
+            "script": {"type": "object", "required": ["path", "sha256"], "properties": {
+                "path": text, "sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$"}}}}}]},
         "training": {"anyOf": [{"type": "null"}, {"type": "object", "properties": {
             "metric": {"enum": sorted(METRICS)}, "reached": {"type": "boolean"},
             "time_to_target_s": {"anyOf": [number, {"type": "null"}]},

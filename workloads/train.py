@@ -30,12 +30,12 @@ import signal
 import socket
 import sys
 import time
-import uuid
 from datetime import datetime
 
 from . import checkpoint, ending, fileio, mlperf_log, options, schema, train_tasks, windows
 from .errors import UsageError
 from .options import Option
+from .result import Result
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NAN, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 KEEP = checkpoint.KEEP
@@ -185,16 +185,8 @@ def run(workload, argv):
     except UsageError as exc:
         _log("error: %s" % exc)
         return EXIT_USAGE
-    run_id = args.run_id or datetime.utcnow().strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
-    result = {
-        "schema_version": schema.SCHEMA_VERSION, "run_id": run_id, "workload": workload.name,
-        "status": "running", "message": None, "options": {}, "unit": workload.unit + "/s",
-        "throughput": schema.empty_throughput(), "windows": [], "loss": [], "system": {},
-        "started": datetime.utcnow().isoformat() + "Z", "ended": None, "world_size": dist.world_size,
-        "ranks": [], "synthetic": False, "data_wait_fraction": None, "telemetry": None, "loader": None,
-        "verdict": None, "training": None,
-    }
-    out_path = os.path.join(args.results, schema.RESULT_FILE)
+    result = Result(args.run_id, workload.name, workload.unit, dist.world_size, synthetic=False, args=args,
+                    training=None)
     # a resume that fails before it has taken up a checkpoint leaves the partial result as it was
     guard = {"keep_partial": bool(args.resume)}
     stopper = Stopper()
@@ -207,38 +199,14 @@ def run(workload, argv):
                              "(`dnnbench workloads NAME` says what each evaluates)" % workload.name)
         mlog = mlperf_log.Log(args, workload, dist.rank)   # init_start: before the data and model
         code = _train(workload, task, args, dist, result, stopper, given, guard, mlog)
-    except UsageError as exc:
-        result.update(status="error", message=str(exc))
-        _log("error: %s" % exc)
-        code = EXIT_USAGE
-    except KeyboardInterrupt:
-        result.update(status="interrupted", message="interrupted by a second signal: resume from the last checkpoint")
-        _log("interrupted: resume with --resume")
-        code = EXIT_INTERRUPTED
-    except Exception as exc:  # noqa: BLE001 - every failure still leaves a result
-        import traceback
-        traceback.print_exc()
-        result.update(status="error", message="%s: %s" % (type(exc).__name__, str(exc).strip()[:2000]))
-        code = EXIT_ERROR
+    except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - every failure still leaves a result
+        code = result.failed(exc, interrupted="interrupted by a second signal: resume from the last checkpoint",
+                             interrupted_log="interrupted: resume with --resume")
     finally:
-        result["ended"] = datetime.utcnow().isoformat() + "Z"
         if mlog is not None:
             mlog.close(result)
-        result["throughput"] = schema.throughput(result["windows"], dist.world_size)
-        result["data_wait_fraction"] = windows.data_wait_fraction(result["windows"])
-        try:
-            from . import verdict
-            result["verdict"] = verdict.judge(result)
-        except Exception as exc:  # noqa: BLE001 - a verdict never costs the result
-            result["verdict"] = {"label": "unknown", "evidence": ["no verdict: %s" % exc], "hint": None}
-        if dist.rank == 0 and not guard["keep_partial"]:
-            try:
-                fileio.make_dirs(args.results)
-                schema.write_atomic(out_path, result)
-                _log("result: %s (%s)" % (out_path, result["status"]))
-            except OSError as exc:
-                _log("error: cannot write the result to %s: %s" % (out_path, exc))
-                code = code or EXIT_ERROR
+        if not result.close(args.results, dist.rank, write=not guard["keep_partial"]):
+            code = code or EXIT_ERROR
         dist.close()
     return code
 
@@ -276,7 +244,7 @@ class _Training(object):
 
     def __init__(self, workload, task_class, args, dist, result):
         import torch
-        from . import allocator, compat, manifest, system
+        from . import allocator, compat, system
 
         malloc = allocator.keep_mapped()   # before the loader's workers fork
         self.device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
@@ -288,7 +256,7 @@ class _Training(object):
         result["options"] = dict(sorted(vars(args).items()), lr=task.base_lr, weight_decay=workload.weight_decay,
                                  device=self.device, **task.facts)
         # the same reproducibility facts a benchmark run keeps (seed, dataset, image, threads)
-        result["manifest"] = manifest.collect(args, self.device, result["system"], dist.rank)
+        result.collect_manifest(self.device, dist.rank)
         torch.manual_seed(args.seed)
         model = workload.build(args).to(self.device)
         if args.channels_last:

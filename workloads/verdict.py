@@ -18,6 +18,8 @@ profile is summarized. The rules, first match wins:
 
 Python 3.7+, stdlib only.
 """
+import re
+
 from . import WORKLOADS
 
 LABELS = ("input-bound", "compute-bound", "throttled", "straggler", "communication-bound", "host-bound", "unknown")
@@ -53,6 +55,28 @@ def throttle_shares(reasons):
         return None, None
     return (sum(1 for m in masks if m & POWER_BITS) / float(len(masks)),
             sum(1 for m in masks if m & THERMAL_BITS) / float(len(masks)))
+
+
+# a user's script takes none of the harness options: its hints name what to change in the script
+SCRIPT_HINTS = {
+    "input-bound": "a faster input pipeline in the script (more DataLoader num_workers, pin_memory=True), "
+                   "or faster storage",
+    "throttled": "a cooler GPU (airflow, fans, free slot beside it) or the power limit (`nvidia-smi -q -d POWER`); "
+                 "compare figures only at the same temperature and limit",
+    "communication-bound": "NCCL settings: NCCL_DEBUG=INFO should show NVLink/P2P or IB (unset "
+                           "NCCL_P2P_DISABLE / NCCL_IB_DISABLE), or a larger batch per GPU in the script",
+    "host-bound": "torch.compile or a larger batch in the script (fewer, fused kernel launches)",
+    "compute-bound": "mixed precision (torch.autocast), channels_last or torch.compile in the script",
+}
+
+# `train` takes a few of the harness options: a hint naming another gives way to one of these
+TRAINING_FLAGS = ("--batch-size", "--workers", "--amp", "--channels-last", "--gpus", "--each-node")
+TRAINING_HINTS = {
+    "input-bound": "more --workers (decoding in the training process), or faster storage",
+    "throttled": SCRIPT_HINTS["throttled"],
+    "host-bound": "a larger --batch-size (more work per kernel launch)",
+    "compute-bound": "--amp bf16 (or fp16) and --channels-last, where not given already",
+}
 
 
 def _input_hint(opts, device, loader):
@@ -141,6 +165,11 @@ def judge(result):
         evidence.append("no GPU telemetry")
 
     def out(label, hint):
+        if isinstance(result.get("script"), dict):
+            hint = SCRIPT_HINTS.get(label, hint)
+        elif isinstance(result.get("training"), dict) and hint and \
+                any(f not in TRAINING_FLAGS for f in re.findall(r"--[a-z][a-z-]*", hint)):
+            hint = TRAINING_HINTS.get(label)
         return {"label": label, "evidence": evidence, "hint": hint}
 
     if wait is not None and wait >= INPUT_WAIT:

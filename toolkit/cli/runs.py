@@ -395,6 +395,7 @@ def reproduce(
     rounds: int = typer.Option(8, "--rounds", callback=in_range(BY_NAME["rounds"]),
                                help="The most runs of the new side (with --image and the original here: "
                                     "rounds of both, alternated); looked at from 3 on."),
+    allow_changed_script: bool = typer.Option(False, "--allow-changed-script", help="Run a script result's script even though its SHA-256 changed."),
 ):
     """Run the job of a result again (same workload, options, seed, data, GPUs; the same image by
     digest), in runs until the verdict rule decides: reproduced, faster, slower or inconclusive.
@@ -405,7 +406,8 @@ def reproduce(
     from dnnbench.runs.reproduce import reproduce_command
     raise typer.Exit(reproduce_command(result, runtime=plain(runtime), image=image, results=results, run_id=run_id,
                                        tolerance=tolerance, quiet=quiet, data_dir=data,
-                                       env=environment.parse(env), rounds=rounds))
+                                       env=environment.parse(env), rounds=rounds,
+                                       allow_changed_script=allow_changed_script))
 
 
 PASS_THROUGH = {"allow_extra_args": True, "ignore_unknown_options": False}

@@ -352,7 +352,8 @@ def script_plan(opts: RunOptions, runtime: str) -> plan_mod.RunPlan:
         workdir=script_mod.SCRIPT_DIR if contained else str(Path.cwd()),   # as `python path/to/it.py` would
         shm_size=facts.get("shm_size"), **engine.settings(facts, counters=False, memory=opts.memory),
         timeout=opts.timeout, base=img.base, cpuset=opts.cpuset, entrypoint=list(img.entrypoint) if contained else [],
-        manifest={} if opts.dry_run else host_manifest(runtime, img.ref, img.base, data))
+        manifest={} if opts.dry_run else dict(host_manifest(runtime, img.ref, img.base, data),
+                                                 script=str(folder / entry)))   # what reproduce runs again
 
 
 def job_for(plan: plan_mod.RunPlan) -> tuple[Job, str]:

@@ -1,6 +1,10 @@
 """`dnnbench reproduce RESULT`: run a result's job again, the same way, and say whether the
 figure came back: same workload and harness options (seed included), the workload's own options,
-the same dataset, GPUs or processes, and the same image by digest (a tag may have moved)."""
+the same dataset, GPUs or processes, and the same image by digest (a tag may have moved).
+
+Every kind of job: a workload benchmark runs again with its options; a training run runs
+`train` again with its training options; a user's script runs again from its path, refused in
+one line when its SHA-256 is no longer the recorded one (unless allowed)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -15,6 +19,25 @@ from dnnbench.workloads.options import argv as harness_argv
 
 # result options that are not flags to pass again (set by the host, or derived by the harness)
 NOT_PASSED = {"data", "synthetic", "timed_iterations", "weight_decay"}   # weight_decay: the workload's own
+# a training result's options that the host sets, not the user (or facts the run derived)
+TRAIN_SET_BY_HOST = {"data", "results", "run_id", "device", "resume", "help"}
+# a script result's options: the instrumentation's, each with what it must be
+SCRIPT_OPTIONS = {"warmup": "a whole number", "number": "a whole number", "repeat": "a whole number",
+                  "items_per_step": "a whole number or null", "run_to_end": "true or false"}
+
+
+def _script_option_ok(name: str, value: Any) -> bool:
+    if name == "run_to_end":
+        return isinstance(value, bool)
+    whole = isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 2**31
+    return whole or (value is None and name == "items_per_step")
+
+
+def kind_of(data: dict) -> str:
+    """Which kind of job a result is of: "script", "training" or "workload"."""
+    if isinstance(data.get("script"), dict):
+        return "script"
+    return "training" if isinstance(data.get("training"), dict) else "workload"
 
 
 def load(path: Path) -> tuple[Path, dict]:
@@ -84,10 +107,80 @@ def problems(data: dict) -> list[str]:
         why = "must be " + ("true or false" if o.kind is bool else "text") if wrong else o.problem(value)
         if why:
             out.append(f"options.{o.name} {value!r:.40}: {why}")
+    kind = kind_of(data)
+    if kind == "script":
+        return out + _script_problems(data, opts)
     if out or data.get("workload") not in WORKLOADS:
         return out
-    out += _workload_problems(data["workload"], opts)
+    out += (_training_problems if kind == "training" else _workload_problems)(data["workload"], opts)
     return out
+
+
+def _script_problems(data: dict, opts: dict) -> list[str]:
+    """A script result: its timing options, the script's path, SHA-256 and arguments."""
+    out = [f"options.{k} {opts[k]!r:.40}: must be {what}" for k, what in SCRIPT_OPTIONS.items()
+           if k in opts and not _script_option_ok(k, opts[k])]
+    unknown = sorted(k for k in opts if k not in SCRIPT_OPTIONS)
+    if unknown:
+        out.append(f"options {', '.join(map(repr, unknown))}: not an option of a script run")
+    script = data["script"]
+    if not isinstance(script.get("path"), str) or not script["path"]:
+        out.append("script.path must be the script's path as text")
+    args = script.get("argv")
+    if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+        out.append("script.argv must be a list of text")
+    digest = _recorded_sha256(data)
+    if not (isinstance(digest, str) and len(digest) == 64 and all(c in "0123456789abcdef" for c in digest)):
+        out.append("the result records no SHA-256 of its script (manifest.script.sha256)")
+    mhost = (data.get("manifest") or {}).get("host") or {}
+    if not _text(mhost.get("script")):
+        out.append(f"manifest.host.script must be text, not {mhost.get('script')!r:.40}")
+    return out
+
+
+def _recorded_sha256(data: dict) -> Any:
+    manifest = data.get("manifest")
+    script = manifest.get("script") if isinstance(manifest, dict) else None
+    return (script.get("sha256") if isinstance(script, dict) else None) or data["script"].get("sha256")
+
+
+def _training_problems(workload: str, opts: dict) -> list[str]:
+    """A training result's options as `train`'s own parser reads them (the workload's included)."""
+    from dnnbench.workloads import load
+    from dnnbench.workloads.train import parser_for
+    parser = parser_for(load(workload))
+    parser.allow_abbrev = False
+
+    def refuse(message):
+        raise DnnbenchError(message)
+    parser.error = refuse
+    try:
+        parser.parse_args(["--data", "."] + train_argv(workload, opts))
+    except DnnbenchError as exc:
+        return [f"options: {exc}"]
+    return []
+
+
+def _train_dests(workload: str) -> set:
+    from dnnbench.workloads import load
+    from dnnbench.workloads.train import parser_for
+    return {a.dest for a in parser_for(load(workload))._actions} - TRAIN_SET_BY_HOST
+
+
+def train_argv(workload: str, opts: dict) -> list[str]:
+    """The options `train` took (its own, the shared harness ones, the workload's), as flags; what
+    the run derived and recorded beside them (the task's facts) is not passed."""
+    known = _train_dests(workload)
+    return workload_args({k: v for k, v in opts.items() if k in known}, passed_harness=True)
+
+
+def train_options(workload: str, opts: dict) -> tuple[dict, list[str]]:
+    """(the training options `train_plan` takes, the workload's own flags after them)."""
+    from dnnbench.workloads.train import SHARED, TRAIN_OPTIONS
+    own = {o.name for o in TRAIN_OPTIONS}
+    known = _train_dests(workload) - own - set(SHARED)
+    return ({name: opts.get(name) for name in own if name != "resume"},
+            workload_args({k: v for k, v in opts.items() if k in known}))
 
 
 def _workload_problems(workload: str, opts: dict) -> list[str]:
@@ -113,11 +206,12 @@ def _workload_problems(workload: str, opts: dict) -> list[str]:
     return []
 
 
-def workload_args(options: dict) -> list[str]:
-    """The workload's own options (after `--`), from what the result recorded."""
+def workload_args(options: dict, passed_harness: bool = False) -> list[str]:
+    """The workload's own options (after `--`), from what the result recorded (with the harness's
+    too when `passed_harness`)."""
     out = []
     for key, value in sorted(options.items()):
-        if key in BY_NAME or key in NOT_PASSED or value is None or value is False:
+        if (key in BY_NAME and not passed_harness) or key in NOT_PASSED or value is None or value is False:
             continue
         flag = "--" + key.replace("_", "-")
         out += [flag] if value is True else [flag, str(value)]
@@ -134,7 +228,9 @@ def _image(data: dict, engine: Engine, override: str | None) -> str | None:
 
 
 def options_for(data: dict, *, runtime: str | None, image: str | None, results: Path, run_id: str | None,
-                data_dir: Path | None, quiet: bool, env: dict | None = None, where: str = "the result"):
+                data_dir: Path | None, quiet: bool, env: dict | None = None, where: str = "the result",
+                allow_changed_script: bool = False):
+    """The run options of the result's job (a training result's own options: `train_options`)."""
     from dnnbench.runs.options import RunOptions
     host = data.get("host") or {}
     runtime = runtime or host.get("runtime")
@@ -145,7 +241,9 @@ def options_for(data: dict, *, runtime: str | None, image: str | None, results: 
     opts = data.get("options") or {}
     manifest_host = (data.get("manifest") or {}).get("host") or {}
     dataset = None
-    if not data.get("synthetic", opts.get("data") is None):
+    if kind_of(data) == "script":   # a script reads the dataset it was given, if any
+        dataset = data_dir or manifest_host.get("data")
+    elif not data.get("synthetic", opts.get("data") is None):
         dataset = data_dir or manifest_host.get("data") or (opts.get("data") if ran_on and not ran_on.contained else None)
         if dataset is None:
             raise DnnbenchError("the result does not say where its dataset was on this host: pass --data")
@@ -154,13 +252,49 @@ def options_for(data: dict, *, runtime: str | None, image: str | None, results: 
     harness: dict[str, Any] = {o.name: opts.get(o.name) for o in HOST_OPTIONS}
     if opts.get("start_iter") is not None:   # the TBD window: warmup and repeat follow from it
         harness.update(warmup=None, repeat=None)
-    return RunOptions(
+    kind, extra, more = kind_of(data), workload_args(opts), {}
+    if kind == "training":
+        extra = train_options(data["workload"], opts)[1]
+    elif kind == "script":
+        more = dict(workload=None, script=_script_file(data, allow_changed_script),
+                    items_per_step=opts.get("items_per_step"), run_to_end=bool(opts.get("run_to_end")),
+                    unit=str(data.get("unit") or "items/s").rsplit("/s", 1)[0] or None)
+        extra = _script_args(data, manifest_host)
+    return RunOptions(**{**dict(
         workload=data["workload"], data=Path(dataset) if dataset else None,
         gpus=",".join(gpus) if gpus else None, nproc=world if not gpus and world > 1 else None,
         runtime=engine.name, image=_image(data, engine, image), base=None, build=False, results=results,
-        run_id=run_id, quiet=quiet, extra=workload_args(opts),
+        run_id=run_id, quiet=quiet, extra=extra,
         env={**environment.from_file(host.get("env") or {}, env or {}, "the result's env", where),
-             **(env or {})}, **harness)
+             **(env or {})}, **harness), **more})
+
+
+def _script_file(data: dict, allow_changed: bool) -> Path:
+    """The script to run again: where the host found it (the result's own path on the host
+    runtime), refused when its SHA-256 is no longer the recorded one unless `allow_changed`."""
+    import hashlib
+
+    from dnnbench.workloads import fileio
+    path = ((data.get("manifest") or {}).get("host") or {}).get("script") or data["script"]["path"]
+    if not fileio.is_regular(path):
+        raise DnnbenchError(f"the result's script {path} is not here: {fileio.kind_at(path)}")
+    now = hashlib.sha256(fileio.read_bytes(path, max_bytes=64 * 2**20)).hexdigest()
+    if now != _recorded_sha256(data) and not allow_changed:
+        raise DnnbenchError(f"{path} changed since the result was made (its SHA-256 differs): pass "
+                            f"--allow-changed-script to run it anyway")
+    return Path(path)
+
+
+def _script_args(data: dict, manifest_host: dict) -> list[str]:
+    """The script's arguments as it got them, the dataset's path in them put back as `{data}`
+    (the new run puts its own there)."""
+    from dnnbench.runs import plan as plan_mod, script as script_mod
+    args = list(data["script"].get("argv") or [])
+    if not manifest_host.get("data"):
+        return args
+    ran_on = lookup((data.get("host") or {}).get("runtime"))
+    was = manifest_host["data"] if ran_on is not None and not ran_on.contained else plan_mod.DATA_DIR
+    return [script_mod.DATA_TOKEN if a == was else a for a in args]
 
 
 def _warn_host_versions(data: dict) -> None:
@@ -177,9 +311,19 @@ def _warn_host_versions(data: dict) -> None:
             warn(f"the result ran on {name} {then}; this is {now}")
 
 
+def plan_for(data: dict, opts):
+    """The plan that runs a result's job again: `train`'s for a training result, else `run`'s."""
+    from dnnbench.runs.launch import build_plan
+    if kind_of(data) == "training":
+        from dnnbench.runs.training import train_plan
+        return train_plan(opts, train_options(data["workload"], data["options"])[0])
+    return build_plan(opts)
+
+
 def reproduce_command(result: Path, *, runtime: str | None, image: str | None, results: Path,
                       run_id: str | None, tolerance: float, quiet: bool, data_dir: Path | None = None,
-                      env: dict | None = None, rounds: int | None = None) -> int:
+                      env: dict | None = None, rounds: int | None = None,
+                      allow_changed_script: bool = False) -> int:
     """Run the job again, in runs until the rule of results/rounds.py decides (or --rounds). With
     --image and the original image still here, the original and the new image alternate in rounds
     (paired); otherwise only the new side can be measured, and the verdict says it is single-sided:
@@ -192,13 +336,13 @@ def reproduce_command(result: Path, *, runtime: str | None, image: str | None, r
     from dnnbench.results import rounds as rounds_mod
     from dnnbench.results.record import show_outcome
     from dnnbench.results.report import job_name
-    from dnnbench.runs.launch import build_plan, execute
+    from dnnbench.runs.launch import execute
     if not 0 <= tolerance < 1:
         raise DnnbenchError("--tolerance is a fraction between 0 and 1 (0.05 = 5 %)")
     max_rounds = rounds or rounds_mod.MAX_ROUNDS
     file, data = load(result)
     opts = options_for(data, runtime=runtime, image=image, results=results, run_id=run_id, data_dir=data_dir,
-                       quiet=quiet, env=env, where=str(file))
+                       quiet=quiet, env=env, where=str(file), allow_changed_script=allow_changed_script)
     engine = lookup(opts.runtime)
     if engine is not None and not engine.contained:   # this Python runs it: no image holds the versions
         _warn_host_versions(data)
@@ -206,7 +350,8 @@ def reproduce_command(result: Path, *, runtime: str | None, image: str | None, r
     if image:    # the original too, when it can still run here: then the two alternate
         try:
             sides = {"original": options_for(data, runtime=runtime, image=None, results=results, run_id=run_id,
-                                             data_dir=data_dir, quiet=quiet), "new": opts}
+                                             data_dir=data_dir, quiet=quiet,
+                                             allow_changed_script=allow_changed_script), "new": opts}
         except DnnbenchError as exc:
             info(f"the original image cannot run here ({exc}): the verdict is single-sided")
     old = numbers.run_headline(data)["value"]
@@ -216,7 +361,7 @@ def reproduce_command(result: Path, *, runtime: str | None, image: str | None, r
         for side in rounds_mod.order(list(sides), n):
             o = sides[side]
             name: str | None = None if base_id is None else f"{base_id}-{side}{n + 1}"
-            plan = build_plan(dataclasses.replace(o, run_id=name or o.run_id))
+            plan = plan_for(data, dataclasses.replace(o, run_id=name or o.run_id))
             base_id = base_id or plan.run_id
             plan.job = job_name(data)    # the runs line up as one job in `report` and `compare`
             info(f"reproducing {file} as {plan.run_id} ({side}, round {n + 1} of <={max_rounds}): {plan.workload} "

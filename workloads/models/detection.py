@@ -1,6 +1,6 @@
 """Object detection workloads: SSD300 (VGG16) and Mask R-CNN (ResNet-50 FPN), COCO layout."""
 from .. import compat, data
-from ..harness import Workload
+from ..workload import Workload
 
 
 def _collate(batch):

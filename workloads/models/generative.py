@@ -1,6 +1,6 @@
 """Generative workloads: DCGAN (64x64) and a VAE (MNIST-sized)."""
 from .. import data
-from ..harness import Workload
+from ..workload import Workload
 
 
 class DCGAN(Workload):

@@ -2,7 +2,7 @@
 (PIL in DataLoader workers, the GPU, or DALI), no model. Reports decoded images/s, the input
 ceiling to set beside a training figure; --split val measures the evaluation transform."""
 from .. import loaders
-from ..harness import Workload
+from ..workload import Workload
 
 
 class Loader(Workload):

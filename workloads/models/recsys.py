@@ -1,7 +1,7 @@
 """Recommendation: Neural Collaborative Filtering (NeuMF) as MLPerf v0.5/v0.6 runs it, MovieLens-20M sized."""
 import os
 
-from ..harness import Workload
+from ..workload import Workload
 
 
 class NCF(Workload):

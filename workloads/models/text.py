@@ -2,7 +2,7 @@
 and BERT-base pre-training. Tensors are (sequence, batch) so old PyTorch (no batch_first) runs them."""
 import os
 
-from ..harness import Workload
+from ..workload import Workload
 
 
 def _module():

@@ -1,6 +1,6 @@
 """Image classification workloads on torchvision models (no pretrained weights, never a download)."""
 from .. import compat, data
-from ..harness import Workload
+from ..workload import Workload
 from ..loaders import BACKENDS
 
 
