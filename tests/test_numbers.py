@@ -361,7 +361,7 @@ def test_docker_result_records_the_image_digest_and_reproduce_runs_it(built_imag
     image_id = subprocess.run(["docker", "image", "inspect", "-f", "{{.Id}}", built_image], capture_output=True,
                               text=True, check=True).stdout.strip()
     assert data["manifest"]["host"]["image"]["id"] == image_id
-    res = dnnbench("reproduce", tmp_path / "d1", "--results", tmp_path, "--run-id", "d2", "-q")
+    res = dnnbench("reproduce", tmp_path / "d1", "--results", tmp_path, "--run-id", "d2", "-q", "--rounds", "3")
     assert res.returncode in (0, 1), res.stderr
     plan = json.loads((tmp_path / "d2" / "plan.json").read_text())
     assert plan["image"] == image_id and plan["env"]["OMP_NUM_THREADS"] == "1"
