@@ -329,7 +329,8 @@ def test_each_node_finds_the_slow_node(slurm_cluster, tmp_path):
     """`--each-node`: one run per node, all at once, each its own result. One round cannot tell a
     slow node from a busy moment: the fleet check (at the end of --wait, and in `report`) names
     no node but says the node held to a tenth of a core is below the median, inconclusive; a
-    second --each-node run is a second round, and `report` over both names it, and no other."""
+    second --each-node run is a second round, and `report` over both names no other node (node2,
+    or nothing with node2 said to be undecided)."""
     slow = _SlowNode("node2", quota_us=10000)
     try:
         res = dnnbench("slurm", "resnet18", "--runtime", "host", "--results", tmp_path, "--run-id", "fleet",
@@ -350,8 +351,14 @@ def test_each_node_finds_the_slow_node(slurm_cluster, tmp_path):
     rep = json.loads(dnnbench("report", tmp_path / "fleet", tmp_path / "fleet2", "--format", "json",
                               check=0).stdout)
     (job,) = rep["jobs"]
-    assert job["n"] == 6 and [s["host"] for s in job["slow_hosts"]] == ["node2"]
-    assert job["slow_hosts"][0]["below_median_pct"] > 0 and job["slow_hosts"][0]["rounds"] == 2
+    # two rounds: right or inconclusive, whatever the load (a t interval on one degree of freedom
+    # names node2 only when its two rounds agree closely): never another node, and node2 either
+    # named or said to be below the median, undecided
+    assert job["n"] == 6 and [s["host"] for s in job["slow_hosts"]] in ([], ["node2"])
+    if job["slow_hosts"]:
+        assert job["slow_hosts"][0]["below_median_pct"] > 0 and job["slow_hosts"][0]["rounds"] == 2
+    else:
+        assert [line.split(":")[0] for line in job["undecided_hosts"]] == ["host node2"], job["undecided_hosts"]
 
 
 @pytest.mark.engine
