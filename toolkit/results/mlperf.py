@@ -309,7 +309,8 @@ def rcp_check(run_dirs: list[Path], good: list[dict], benchmark: str | None) -> 
 def print_scores(jobs: dict) -> None:
     """After `dnnbench report`'s table: each training job's MLPerf score, with its runs."""
     from dnnbench.console import Column, escape, out, print_table, visible
-    for (system, name), job in sorted(jobs.items()):
+    for job in sorted(jobs.values(), key=lambda j: (j.system, j.job, j.image or "", j.base or "")):
+        name = job.job + (f" @ {job.image}" if job.image else "")   # a job's identity holds its image
         dirs = [Path(p).parent for p in job.paths if (Path(p).parent / LOG_FILE).exists()]
         score = job_score(dirs) if dirs else None
         if score is None:
