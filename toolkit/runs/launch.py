@@ -16,9 +16,8 @@ from typing import TYPE_CHECKING
 from dnnbench import names
 from dnnbench.containers.engines import named
 from dnnbench.containers.engines.common import Job
-from dnnbench.runs import environment, gpus as gpus_mod
+from dnnbench.runs import environment
 from dnnbench.runs import plan as plan_mod
-from dnnbench.runs.manifest import host_manifest
 from dnnbench.workloads.manifest import thread_env
 from dnnbench.runs.options import RunOptions, harness_values
 from dnnbench.workloads.options import AMP, BY_NAME, HOST_OPTIONS
@@ -202,13 +201,11 @@ def harness_args(opts: RunOptions, *, data_in: str | None, results_in: str, run_
 
 def entry_argv(python: str, workload: str, nproc: int) -> list[str]:
     """One process, or torchrun (torch.distributed.run, PyTorch 1.9+) with one process per GPU."""
-    if nproc <= 1:
-        return [python, "-m", "dnnbench.workloads", workload]
-    return [python, "-m", "torch.distributed.run", "--standalone", "--nnodes=1",
-            f"--nproc_per_node={nproc}", "-m", "dnnbench.workloads", workload]
+    from dnnbench.runs.kinds import launcher
+    return launcher(python, nproc) + ["-m", "dnnbench.workloads", workload]
 
 
-def _base_run_facts(base_name: str | None) -> dict:
+def base_run_facts(base_name: str | None) -> dict:
     """The base's run settings (NGC's ulimits and ipc): a catalogued base's own, an uncatalogued
     NGC tag's from the nearest release, as `render` takes its recipe."""
     from dnnbench.containers import catalog
@@ -256,43 +253,9 @@ def run_env(opts: RunOptions, run_id: str, image: str | None, runtime: str, more
 
 
 def build_plan(opts: RunOptions, resume: bool = False) -> plan_mod.RunPlan:
-    """Every check, then the plan. Raises DnnbenchError before anything has started."""
-    runtime = named(opts.runtime).name
-    if opts.script is not None:
-        return script_plan(opts, runtime)
-    for name in ("entry", "items_per_step", "unit"):
-        if getattr(opts, name) is not None:
-            raise DnnbenchError(f"--{name.replace('_', '-')} goes with --script")
-    workload, kind = check_workload(opts.workload)
-    check_options(opts)
-    gpu_ids = gpus_mod.parse(opts.gpus)
-    if gpu_ids and opts.nproc:
-        raise DnnbenchError("--nproc is for CPU runs; with --gpus one process runs per GPU")
-    data = check_data(opts.data, workload, kind)
-    run_id = opts.run_id or names.new_run_id(workload)
-    run_dir = run_folder(opts.results, run_id, opts.dry_run, opts.run_dir, resume)
-    img = resolve_image(opts, runtime)
-    profile = check_profile(opts.profile, gpu_ids, img)
-    granted = gpus_mod.check(gpu_ids, img.accelerator) if not opts.dry_run else []
-    nproc = opts.nproc or (len(granted) if gpu_ids == ["all"] else len(gpu_ids or [])) or 1
-    engine = named(runtime)
-    contained = engine.contained
-    facts = _base_run_facts(img.base)
-    results_in = plan_mod.RESULTS_DIR if contained else str(run_dir)
-    argv = profiled(entry_argv(img.python, workload, nproc) + harness_args(
-        opts, data_in=(plan_mod.DATA_DIR if contained else str(data)) if data else None,
-        results_in=results_in, run_id=run_id, device="cuda" if gpu_ids else "cpu"), profile, img.python, results_in)
-    env = run_env(opts, run_id, img.ref, runtime)
-    mounts = run_mounts(data, run_dir) if contained else []
-    engine.check_mounts(mounts)    # refused now, before anything is written
-    return plan_mod.RunPlan(
-        runtime=runtime, workload=workload, run_id=run_id, run_dir=str(run_dir), image=img.ref, argv=argv,
-        env=env, user_env=dict(opts.env), mounts=mounts, accelerator=img.accelerator, gpus=gpu_ids,
-        workdir=plan_mod.WORKDIR if contained else str(Path.cwd()), shm_size=facts.get("shm_size"),
-        **engine.settings(facts, counters=profile in ("ncu", "nvprof"), memory=opts.memory), profile=profile,
-        timeout=opts.timeout, base=img.base, cpuset=opts.cpuset, entrypoint=list(img.entrypoint) if contained else [],
-        manifest={} if opts.dry_run else host_manifest(runtime, img.ref, img.base, data), nproc=nproc,
-        resume=resume)
+    """Every check, then the plan of a benchmark or a script run (runs/kinds.py)."""
+    from dnnbench.runs import kinds
+    return kinds.build_plan(kinds.kind_of(opts), opts, resume=resume)
 
 
 SCRIPT_OPTIONS = ("warmup", "number", "repeat")   # the harness options a script run takes
@@ -316,43 +279,6 @@ def script_parts(opts: RunOptions) -> tuple[Path, str, Path | None, str]:
         if not data.is_dir():
             raise DnnbenchError(f"--data {opts.data} is not a folder")
     return folder, entry, data, workload_name(entry)
-
-
-def script_plan(opts: RunOptions, runtime: str) -> plan_mod.RunPlan:
-    """`run --script`: the user's script under the instrumentation, with the same image, mounts,
-    GPUs, torchrun and run folder as a built-in workload."""
-    from dnnbench.runs import script as script_mod
-    folder, entry, data, workload = script_parts(opts)
-    gpu_ids = gpus_mod.parse(opts.gpus)
-    if gpu_ids and opts.nproc:
-        raise DnnbenchError("--nproc is for CPU runs; with --gpus one process runs per GPU")
-    run_id = opts.run_id or names.new_run_id(workload)
-    run_dir = run_folder(opts.results, run_id, opts.dry_run, opts.run_dir)
-    img = resolve_image(opts, runtime)
-    granted = gpus_mod.check(gpu_ids, img.accelerator) if not opts.dry_run else []
-    nproc = opts.nproc or (len(granted) if gpu_ids == ["all"] else len(gpu_ids or [])) or 1
-    engine = named(runtime)
-    contained = engine.contained
-    results_in = plan_mod.RESULTS_DIR if contained else str(run_dir)
-    data_in = (plan_mod.DATA_DIR if contained else str(data)) if data else None
-    script_in = f"{script_mod.SCRIPT_DIR}/{entry}" if contained else str(folder / entry)
-    argv = script_mod.argv(img.python, nproc, results_in=results_in, run_id=run_id, script_in=script_in,
-                           args=script_mod.arguments(list(opts.extra), data_in),
-                           timing={"warmup": opts.warmup, "number": opts.number, "repeat": opts.repeat,
-                                   "items_per_step": opts.items_per_step, "unit": opts.unit,
-                                   "run_to_end": opts.run_to_end})
-    env = run_env(opts, run_id, img.ref, runtime, {"DNNBENCH_DATA": data_in} if data_in else {})
-    mounts = run_mounts(data, run_dir) + [plan_mod.Mount(str(folder), script_mod.SCRIPT_DIR, read_only=True)] \
-        if contained else []
-    engine.check_mounts(mounts)
-    facts = _base_run_facts(img.base)
-    return plan_mod.RunPlan(
-        runtime=runtime, workload=workload, run_id=run_id, run_dir=str(run_dir), image=img.ref, argv=argv,
-        env=env, user_env=dict(opts.env), mounts=mounts, accelerator=img.accelerator, gpus=gpu_ids,
-        workdir=script_mod.SCRIPT_DIR if contained else str(Path.cwd()),   # as `python path/to/it.py` would
-        shm_size=facts.get("shm_size"), **engine.settings(facts, counters=False, memory=opts.memory),
-        timeout=opts.timeout, base=img.base, cpuset=opts.cpuset, entrypoint=list(img.entrypoint) if contained else [],
-        manifest={} if opts.dry_run else host_manifest(runtime, img.ref, img.base, data))
 
 
 def job_for(plan: plan_mod.RunPlan) -> tuple[Job, str]:
