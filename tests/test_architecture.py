@@ -137,7 +137,7 @@ def test_a_new_profiler_is_one_object_in_the_table(tmp_path, monkeypatch):
     folder's summary and `profile show` take it up with no other change."""
     from dnnbench import profilers
     from dnnbench.profilers.common import Profiler
-    from dnnbench.runs import launch
+    from dnnbench.runs import checks as launch
     shown = []
 
     def read(f):

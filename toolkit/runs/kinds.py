@@ -12,7 +12,7 @@ from typing import Optional
 from dnnbench import names
 from dnnbench.containers.engines import named
 from dnnbench.errors import DnnbenchError
-from dnnbench.runs import gpus as gpus_mod
+from dnnbench.runs import checks, gpus as gpus_mod
 from dnnbench.runs import plan as plan_mod
 from dnnbench.runs.manifest import host_manifest
 from dnnbench.runs.options import RunOptions
@@ -45,35 +45,26 @@ def _gpus(opts: RunOptions) -> Optional[list]:
     return gpu_ids
 
 
-def launcher(python: str, nproc: int) -> list[str]:
-    """One process, or torchrun (torch.distributed.run, PyTorch 1.9+) with one process per GPU."""
-    return [python] if nproc <= 1 else [python, "-m", "torch.distributed.run", "--standalone", "--nnodes=1",
-                                         f"--nproc_per_node={nproc}"]
-
-
 class Benchmark:
     """`dnnbench run WORKLOAD`: a workload's timed windows (dnnbench.workloads)."""
     name = "run"
     workdir = plan_mod.WORKDIR
 
     def check(self, opts: RunOptions, job: Optional[dict]) -> Checked:
-        from dnnbench.runs import launch
         for option in ("entry", "items_per_step", "unit"):
             if getattr(opts, option) is not None:
                 raise DnnbenchError(f"--{option.replace('_', '-')} goes with --script")
-        workload, kind = launch.check_workload(opts.workload)
-        launch.check_options(opts)
+        workload, kind = checks.check_workload(opts.workload)
+        checks.check_options(opts)
         gpu_ids = _gpus(opts)
-        return Checked(workload, launch.check_data(opts.data, workload, kind), gpu_ids)
+        return Checked(workload, checks.check_data(opts.data, workload, kind), gpu_ids)
 
     def profile(self, opts: RunOptions, gpu_ids, img) -> Optional[str]:
-        from dnnbench.runs import launch
-        return launch.check_profile(opts.profile, gpu_ids, img)
+        return checks.check_profile(opts.profile, gpu_ids, img)
 
     def argv(self, opts: RunOptions, job: Optional[dict], checked: Checked, *, python: str, nproc: int,
              run_id: str, where: Where, profile: Optional[str]) -> list[str]:
-        from dnnbench.runs import launch
-        return launch.profiled(launch.entry_argv(python, checked.workload, nproc) + launch.harness_args(
+        return checks.profiled(checks.entry_argv(python, checked.workload, nproc) + checks.harness_args(
             opts, data_in=where.data_in, results_in=where.results_in, run_id=run_id,
             device="cuda" if checked.gpu_ids else "cpu"), profile, python, where.results_in)
 
@@ -108,7 +99,7 @@ class Training(Benchmark):
              run_id: str, where: Where, profile: Optional[str]) -> list[str]:
         from dnnbench.runs import training
         train = job or {}
-        argv = launcher(python, nproc) + training.module_args(
+        argv = checks.launcher(python, nproc) + training.module_args(
             checked.workload, opts, train, data_in=plan_mod.DATA_DIR if where.contained else str(checked.data),
             results_in=where.results_in, run_id=run_id, device="cuda" if checked.gpu_ids else "cpu") + list(opts.extra)
         if train.get("eval_data"):   # the extra evaluation set: read-only beside the dataset in a container
@@ -131,8 +122,7 @@ class Script:
     workdir = SCRIPT_DIR   # as `python path/to/it.py` would
 
     def check(self, opts: RunOptions, job: Optional[dict]) -> Checked:
-        from dnnbench.runs import launch
-        folder, entry, data, workload = launch.script_parts(opts)
+        folder, entry, data, workload = checks.script_parts(opts)
         return Checked(workload, data, _gpus(opts), {"folder": folder, "entry": entry})
 
     def profile(self, opts: RunOptions, gpu_ids, img) -> Optional[str]:
@@ -170,24 +160,24 @@ def kind_of(opts: RunOptions, train: Optional[dict] = None):
 
 def build_plan(kind, opts: RunOptions, job: Optional[dict] = None, resume: bool = False) -> plan_mod.RunPlan:
     """Every check, then the plan. Raises DnnbenchError before anything has started."""
-    from dnnbench.runs import launch
+    from dnnbench.runs import checks
     runtime = named(opts.runtime).name
     checked = kind.check(opts, job)
     run_id = opts.run_id or names.new_run_id(checked.workload)
-    run_dir = launch.run_folder(opts.results, run_id, opts.dry_run, opts.run_dir, resume)
-    img = launch.resolve_image(opts, runtime)
+    run_dir = checks.run_folder(opts.results, run_id, opts.dry_run, opts.run_dir, resume)
+    img = checks.resolve_image(opts, runtime)
     profile = kind.profile(opts, checked.gpu_ids, img)
     gpu_ids, data = checked.gpu_ids, checked.data
     granted = gpus_mod.check(gpu_ids, img.accelerator) if not opts.dry_run else []
     nproc = opts.nproc or (len(granted) if gpu_ids == ["all"] else len(gpu_ids or [])) or 1
     engine = named(runtime)
     contained = engine.contained
-    facts = launch.base_run_facts(img.base)
+    facts = checks.base_run_facts(img.base)
     where = Where(contained, plan_mod.RESULTS_DIR if contained else str(run_dir),
                   (plan_mod.DATA_DIR if contained else str(data)) if data else None, run_dir)
     argv = kind.argv(opts, job, checked, python=img.python, nproc=nproc, run_id=run_id, where=where, profile=profile)
-    env = launch.run_env(opts, run_id, img.ref, runtime, kind.env(where))
-    mounts = launch.run_mounts(data, run_dir) + kind.mounts(opts, job, checked) if contained else []
+    env = checks.run_env(opts, run_id, img.ref, runtime, kind.env(where))
+    mounts = checks.run_mounts(data, run_dir) + kind.mounts(opts, job, checked) if contained else []
     engine.check_mounts(mounts)    # refused now, before anything is written
     return plan_mod.RunPlan(
         runtime=runtime, workload=checked.workload, run_id=run_id, run_dir=str(run_dir), image=img.ref, argv=argv,

@@ -43,7 +43,7 @@ def _list(value):
 def load(path: Path) -> Suite:
     from dnnbench import names, yaml_files
     from dnnbench.runs import suite_schema
-    from dnnbench.runs.launch import check_extra, check_options
+    from dnnbench.runs.checks import check_extra, check_options
     from dnnbench.runs.options import RunOptions
     from dnnbench.workloads import WORKLOADS
 

@@ -8,7 +8,6 @@ from pathlib import Path
 
 from dnnbench import names
 from dnnbench.errors import DnnbenchError
-from dnnbench.runs import launch, plan as plan_mod
 from dnnbench.runs.options import RunOptions
 from dnnbench.workloads import options as options_mod, schema
 
@@ -58,12 +57,6 @@ def module_args(workload: str, opts: RunOptions, train: dict, *, data_in: str, r
     return argv
 
 
-def train_plan(opts: RunOptions, train: dict) -> plan_mod.RunPlan:
-    """Every check, then the plan of the training kind (runs/kinds.py)."""
-    from dnnbench.runs import kinds
-    return kinds.build_plan(kinds.KINDS["train"], opts, train, resume=bool(train.get("resume")))
-
-
 def check_resumable(results: Path, run_id: str, folder: Path | None = None) -> None:
     run_dir = names.inside(results, Path(folder) if folder else Path(results) / run_id, "run folder")
     if not run_dir.is_dir():
@@ -74,13 +67,3 @@ def check_resumable(results: Path, run_id: str, folder: Path | None = None) -> N
         status = None
     if status == "ok":
         raise DnnbenchError(f"--resume: {run_id} already finished (status ok); train again under a new --run-id")
-
-
-def train_command(opts: RunOptions, train: dict) -> int:
-    """`dnnbench train`: the plan run, then (with --mlperf) the MLPerf checker on its log."""
-    plan = train_plan(opts, train)
-    code = launch.run_plan(plan, opts)
-    if train.get("mlperf") and not opts.dry_run:
-        from dnnbench.results.mlperf import after_training
-        code = after_training(Path(plan.run_dir), code)
-    return code
