@@ -137,7 +137,7 @@ def test_a_new_profiler_is_one_object_in_the_table(tmp_path, monkeypatch):
     folder's summary and `profile show` take it up with no other change."""
     from dnnbench import profilers
     from dnnbench.profilers.common import Profiler
-    from dnnbench.runs import launch
+    from dnnbench.runs import checks as launch
     shown = []
 
     def read(f):
@@ -463,3 +463,43 @@ def test_every_engine_is_its_module_and_its_line():
     row = next(line for line in (ROOT / "README.md").read_text().splitlines() if line.lstrip().startswith("| engine "))
     assert f"| {len(ENGINE_FILES)} |" in row
     assert "`toolkit/containers/engines/`" in row and "`ENGINES`" in row
+
+
+# What a new job kind touches (README, Development: the `job kind` row names this file).
+KIND_FILES = ("toolkit/runs/kinds.py",)
+
+
+def plan_makers(path: Path) -> list[int]:
+    """Where a module makes a RunPlan itself."""
+    return [node.lineno for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+            if isinstance(node, ast.Call) and ast.unparse(node.func).split(".")[-1] == "RunPlan"]
+
+
+def test_every_job_kind_is_one_object_in_the_table():
+    """Each kind of job is a class of runs/kinds.py with its line in KINDS, answering what every
+    placement asks of it; and the README's `job kind` row names that file."""
+    import inspect
+
+    from dnnbench.runs import kinds
+    assert set(kinds.KINDS) == {"run", "train", "script"}
+    for name, kind in kinds.KINDS.items():
+        assert kind.name == name and inspect.getsourcefile(type(kind)) == str(ROOT / KIND_FILES[0])
+        for part in ("check", "profile", "argv", "env", "mounts"):
+            assert callable(getattr(kind, part)), (name, part)
+        assert isinstance(kind.workdir, str) and kind.workdir.startswith("/")
+    row = next(line for line in (ROOT / "README.md").read_text().splitlines()
+               if line.lstrip().startswith("| job kind "))
+    assert f"| {len(KIND_FILES)} |" in row and "`toolkit/runs/kinds.py`" in row and "`KINDS`" in row
+
+
+def test_a_local_runs_plan_is_made_in_one_place():
+    """kinds.build_plan makes the plan of every kind (run, train, run --script, a suite's job,
+    bisect's steps); slurm.py's sbatch plan is the one other maker (not yet through the kinds)."""
+    found = {str(path.relative_to(ROOT)) for path in (ROOT / "toolkit").rglob("*.py") if plan_makers(path)}
+    assert found == {"toolkit/runs/kinds.py", "toolkit/runs/slurm.py"}, found
+
+
+def test_the_plan_maker_check_finds_a_plan(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text("p = plan_mod.RunPlan(runtime='x')\nq = RunPlan()\nr = RunPlanner()\n")
+    assert plan_makers(bad) == [1, 2]

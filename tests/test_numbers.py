@@ -204,7 +204,7 @@ def test_until_ci_bad_values_fail_before_anything_starts(tmp_path, args, fragmen
 
 def test_until_ci_reaches_the_container_argv_and_suites(tmp_path):
     from dnnbench.runs import suite
-    from dnnbench.runs.launch import harness_args
+    from dnnbench.runs.checks import harness_args
     res = dnnbench("run", "resnet18", "--runtime", "host", "--dry-run", "--results", tmp_path,
                    "--until-ci", "2.5", "--max-windows", "40", check=0)
     assert "--until-ci 2.5 --max-windows 40" in res.stdout

@@ -245,7 +245,7 @@ def train(
     train: dict = INJECTED,
 ):
     from dnnbench.runs import environment
-    from dnnbench.runs.training import train_command
+    from dnnbench.runs.launch import train_command
     opts = RunOptions(workload=workload, data=data, gpus=gpus, nproc=nproc, runtime=runtime, image=image,
                       base=None if image else base, build=False, results=results, run_id=run_id, timeout=timeout,
                       dry_run=dry_run, quiet=quiet, extra=list(ctx.args), env=environment.parse(env), **harness)

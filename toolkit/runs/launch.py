@@ -6,355 +6,29 @@ Every check that can fail on user input runs before anything starts. Whatever th
 from __future__ import annotations
 
 import collections
-import difflib
-import math
 import os
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from dnnbench import names
 from dnnbench.containers.engines import named
 from dnnbench.containers.engines.common import Job
-from dnnbench.runs import environment, gpus as gpus_mod
+from dnnbench.runs import environment
 from dnnbench.runs import plan as plan_mod
-from dnnbench.runs.manifest import host_manifest
-from dnnbench.workloads.manifest import thread_env
-from dnnbench.runs.options import RunOptions, harness_values
-from dnnbench.workloads.options import AMP, BY_NAME, HOST_OPTIONS
+from dnnbench.runs.options import RunOptions
 from dnnbench.console import err, info, out, visible, warn
 from dnnbench.errors import DnnbenchError
 from dnnbench.workloads import fileio
 
+EXIT_TIMEOUT = 124
+
 if TYPE_CHECKING:
     from dnnbench.runs.supervise import Outcome
 
-EXIT_TIMEOUT = 124
-# harness flags the host sets itself: after `--` they would point the run elsewhere
-HOST_SET = tuple(BY_NAME[n].flag for n in ("results", "run_id", "device", "profile_window", "scaling_reference",
-                                           "per_host")) \
-    + ("--data", "--synthetic")
-
-
-def nproc_limit() -> int:
-    """The most CPU processes one run may start: more than a few per core only thrashes."""
-    return 4 * (os.cpu_count() or 1)
-
-
-def check_workload(name: str) -> tuple[str, str | None]:
-    from dnnbench.workloads import WORKLOADS
-    if name not in WORKLOADS:
-        close = difflib.get_close_matches(name, list(WORKLOADS), n=3, cutoff=0.5)
-        hint = f"; did you mean {', '.join(close)}?" if close else f"; known: {', '.join(sorted(WORKLOADS))}"
-        raise DnnbenchError(f"unknown workload {name!r}{hint}")
-    return name, WORKLOADS[name].data_kind
-
-
-def check_data(data: Path | None, workload: str, kind: str | None) -> Path | None:
-    """The dataset folder, checked the way the workload will read it (same code as `data verify`)."""
-    if data is None:
-        return None
-    if kind is None:
-        raise DnnbenchError(f"{workload} has no real-data path: drop --data (it runs on synthetic data)")
-    from dnnbench.workloads import data as data_mod
-    path = names.real(names.user_path(data, "--data"))
-    found = data_mod.problems(str(path), kind)
-    if found:
-        more = f" (and {len(found) - 1} more problems: `dnnbench data verify {data} --kind {kind}`)" if len(found) > 1 else ""
-        raise DnnbenchError(f"--data {data} is not a valid {kind} dataset: {found[0]}{more}")
-    return path
-
-
-def check_options(opts: RunOptions) -> None:
-    """The harness's own checks of the iteration counts, run here so bad input fails before
-    anything starts; then the options only the host has."""
-    import argparse
-
-    from dnnbench.workloads import harness, options
-    from dnnbench.workloads.errors import UsageError
-    refused = options.problems(harness_values(opts))
-    if refused:
-        raise DnnbenchError(refused[0])
-    given = lambda value, default: default if value is None else value  # noqa: E731
-    counts = argparse.Namespace(batch_size=given(opts.batch_size, 1), number=given(opts.number, 1),
-                                repeat=given(opts.repeat, 1), warmup=given(opts.warmup, 0),
-                                start_iter=opts.start_iter, stop_iter=opts.stop_iter,
-                                until_ci=opts.until_ci, max_windows=opts.max_windows)
-    try:
-        harness.validate(counts)
-    except UsageError as exc:
-        raise DnnbenchError(str(exc)) from None
-    if opts.nproc is not None and not 1 <= opts.nproc <= nproc_limit():
-        raise DnnbenchError(f"--nproc {opts.nproc}: give 1 to {nproc_limit()} (4 per core of this host)")
-    if opts.amp not in (None, *AMP):
-        raise DnnbenchError(f"--amp {opts.amp!r}: choose fp16, bf16 or none")
-    if opts.timeout is not None and not (math.isfinite(opts.timeout) and opts.timeout > 0):
-        raise DnnbenchError(f"--timeout {opts.timeout}: give a positive number of seconds")
-    if opts.run_id is not None:
-        names.path_component(opts.run_id, "--run-id")
-    if opts.loader == "gpu" and not opts.gpus:
-        warn("--loader gpu without --gpus: the GPU loader's steps run, decoding on the CPU (a check of that "
-             "path, not a GPU's speed); add --gpus to decode on a GPU")
-    if opts.script is None:   # a script's arguments are its own: its --data is not dnnbench's
-        check_extra(opts.extra)
-        from dnnbench.runs import workload_args
-        workload_args.check(opts.workload, opts.extra)   # `train` checks with its own parser first
-
-
-def check_extra(extra: list[str]) -> None:
-    """Options after `--` go to the workload, but none may set what the host sets (the result
-    folder, run id, device, data): argparse also takes any unambiguous prefix of a flag."""
-    for word in extra:
-        flag = word.split("=", 1)[0]
-        if flag.startswith("--") and len(flag) > 2 and any(f.startswith(flag) for f in HOST_SET):
-            raise DnnbenchError(f"option {word!r} after `--` would override what dnnbench sets "
-                                f"({', '.join(HOST_SET)}): use dnnbench's own --results, --run-id, --gpus, --data")
-
-
-def check_profile(profile: str | None, gpu_ids: list[str] | None, img) -> str | None:
-    """The profiler, if it can profile this run in this image; else a clear error now."""
-    from dnnbench.profilers import PROFILERS
-    if profile is None:
-        return None
-    p = PROFILERS.get(profile)
-    if p is None:
-        raise DnnbenchError(f"--profile {profile!r}: choose {', '.join(PROFILERS)}")
-    if p.vendor is None:
-        return profile
-    if not gpu_ids:
-        anywhere = ", ".join(f"--profile {q.name}" for q in PROFILERS.values() if q.vendor is None)
-        raise DnnbenchError(f"--profile {profile} profiles GPU kernels: add --gpus (on the CPU, {anywhere})")
-    if img.accelerator != p.vendor:
-        raise DnnbenchError(f"--profile {profile} needs an {p.vendor.upper()} image; this one is {img.accelerator}")
-    from dnnbench.containers import catalog
-    base = catalog.catalog().get(img.base or "")
-    if base is not None and profile not in base.profilers:
-        raise DnnbenchError(f"base {base.name} does not carry {profile} (it has "
-                            f"{', '.join(base.profilers) or 'no profiler'}): use --profile torch, or a base with it")
-    return profile
-
-
-def profiled(argv: list[str], profile: str | None, python: str, results_in: str) -> list[str]:
-    """The run's argv with its profiler: one that wraps the run goes through the container-side
-    launcher (which picks what depends on the GPU); the workload brackets its timed window as
-    the profiler asks."""
-    from dnnbench.profilers import PROFILERS
-    if profile is None:
-        return argv
-    p = PROFILERS[profile]
-    window = ["--profile-window", p.window] if p.window else []
-    if not p.wraps:
-        return argv + window
-    return [python, "-m", "dnnbench.workloads.profile", profile, f"{results_in}/profile", "--"] + argv + window
-
-
-def check_writable(folder: Path, what: str) -> None:
-    """A dry run makes nothing, but says now what a real run would find: the nearest existing
-    folder on the way must be a writable folder."""
-    path = names.user_path(folder, what).absolute()
-    while not os.path.lexists(path) and path != path.parent:
-        path = path.parent
-    if not path.is_dir():
-        raise DnnbenchError(f"{what} {folder} is not writable: {path} is not a folder")
-    import tempfile
-    try:      # a probe made and removed at once: os.access says yes to root on /proc and read-only mounts
-        os.rmdir(tempfile.mkdtemp(prefix=".dnnbench-probe-", dir=path))
-    except OSError as exc:
-        raise DnnbenchError(f"{what} {folder} is not writable: {exc.strerror or exc} in {path}") from None
-
-
-def make_run_dir(results: Path, run_id: str, dry_run: bool, run_dir: Path | None = None) -> Path:
-    """run_folder, made now (slurm writes its script there before anything runs)."""
-    folder = run_folder(results, run_id, dry_run, run_dir)
-    if dry_run:
-        return folder
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        # a fresh name (O_EXCL): a link planted under a fixed probe name is never written through
-        with tempfile.TemporaryFile(dir=folder):
-            pass
-    except OSError as exc:
-        raise DnnbenchError(f"results dir {results} is not writable: {exc.strerror or exc}") from None
-    return folder
-
-
-def run_folder(results: Path, run_id: str, dry_run: bool, run_dir: Path | None = None,
-               resume: bool = False) -> Path:
-    """Where the run goes, checked to stay under --results. Nothing is made here: execute() claims
-    the folder once every check has passed, so a refused run leaves no empty folder behind."""
-    if run_dir is None:   # suites give the folder (job/rN) themselves, made of checked names
-        names.path_component(run_id, "--run-id")
-    folder = names.inside(results, run_dir or results / run_id, "run folder")
-    if dry_run:
-        check_writable(results, "results dir")
-        return folder
-    if os.path.lexists(folder / "result.json") and not resume:
-        raise DnnbenchError(f"{folder} already holds a result: choose another --run-id")
-    return folder
-
-
-def harness_args(opts: RunOptions, *, data_in: str | None, results_in: str, run_id: str, device: str) -> list[str]:
-    from dnnbench.workloads import options
-    args = ["--results", results_in, "--run-id", run_id, "--device", device]
-    args += ["--data", data_in] if data_in else ["--synthetic"]
-    return args + options.argv(harness_values(opts)) + list(opts.extra)
-
-
-def entry_argv(python: str, workload: str, nproc: int) -> list[str]:
-    """One process, or torchrun (torch.distributed.run, PyTorch 1.9+) with one process per GPU."""
-    if nproc <= 1:
-        return [python, "-m", "dnnbench.workloads", workload]
-    return [python, "-m", "torch.distributed.run", "--standalone", "--nnodes=1",
-            f"--nproc_per_node={nproc}", "-m", "dnnbench.workloads", workload]
-
-
-def _base_run_facts(base_name: str | None) -> dict:
-    """The base's run settings (NGC's ulimits and ipc): a catalogued base's own, an uncatalogued
-    NGC tag's from the nearest release, as `render` takes its recipe."""
-    from dnnbench.containers import catalog
-    if base_name:
-        try:
-            return dict(catalog.resolve(base_name)[0].run)
-        except DnnbenchError:
-            pass
-    return {"ipc": "host"}
-
-
-def resolve_image(opts: RunOptions, runtime: str):
-    engine = named(runtime)
-    if not engine.contained:
-        return engine.resolve(opts.image, opts.base, opts.build)
-    if opts.image:
-        engine.check_ref(opts.image)
-    if opts.base:
-        from dnnbench.containers import catalog
-        catalog.resolve(opts.base)     # an unknown base is refused in a dry run too
-    if opts.dry_run:  # the plan, without starting or building anything
-        return engine.planned(opts.image, opts.base)
-    return engine.resolve(opts.image, opts.base, opts.build)
-
-
-def run_mounts(data: Path | None, run_dir: Path) -> list[plan_mod.Mount]:
-    """A container run's mounts: the dataset read-only at /data, the run folder at /results."""
-    mounts = [plan_mod.Mount(str(data), plan_mod.DATA_DIR, read_only=True)] if data else []
-    return mounts + [plan_mod.Mount(str(run_dir), plan_mod.RESULTS_DIR, read_only=False)]
-
-
-def run_env(opts: RunOptions, run_id: str, image: str | None, runtime: str, more: dict | None = None) -> dict:
-    """What a run's processes get set, on every runtime. The caller's CPU threading settings
-    (Apptainer and the host pass the environment on; docker does not): OpenMP's wait policy
-    alone moves a CPU step 2x on a busy node (benchmarks/omp_wait.py), and the README tells
-    users to set it. Then the user's --env, checked again (a suite's or a result's reach here
-    too), and dnnbench's own names, which --env may not give."""
-    env = {**thread_env(os.environ), **environment.from_mapping(opts.env, "--env"),
-           "DNNBENCH_RUN_ID": run_id, **(more or {})}
-    if image:
-        env["DNNBENCH_IMAGE"] = image
-    for name, value in named(runtime).env_defaults.items():
-        env.setdefault(name, value)
-    return env
-
 
 def build_plan(opts: RunOptions, resume: bool = False) -> plan_mod.RunPlan:
-    """Every check, then the plan. Raises DnnbenchError before anything has started."""
-    runtime = named(opts.runtime).name
-    if opts.script is not None:
-        return script_plan(opts, runtime)
-    for name in ("entry", "items_per_step", "unit"):
-        if getattr(opts, name) is not None:
-            raise DnnbenchError(f"--{name.replace('_', '-')} goes with --script")
-    workload, kind = check_workload(opts.workload)
-    check_options(opts)
-    gpu_ids = gpus_mod.parse(opts.gpus)
-    if gpu_ids and opts.nproc:
-        raise DnnbenchError("--nproc is for CPU runs; with --gpus one process runs per GPU")
-    data = check_data(opts.data, workload, kind)
-    run_id = opts.run_id or names.new_run_id(workload)
-    run_dir = run_folder(opts.results, run_id, opts.dry_run, opts.run_dir, resume)
-    img = resolve_image(opts, runtime)
-    profile = check_profile(opts.profile, gpu_ids, img)
-    granted = gpus_mod.check(gpu_ids, img.accelerator) if not opts.dry_run else []
-    nproc = opts.nproc or (len(granted) if gpu_ids == ["all"] else len(gpu_ids or [])) or 1
-    engine = named(runtime)
-    contained = engine.contained
-    facts = _base_run_facts(img.base)
-    results_in = plan_mod.RESULTS_DIR if contained else str(run_dir)
-    argv = profiled(entry_argv(img.python, workload, nproc) + harness_args(
-        opts, data_in=(plan_mod.DATA_DIR if contained else str(data)) if data else None,
-        results_in=results_in, run_id=run_id, device="cuda" if gpu_ids else "cpu"), profile, img.python, results_in)
-    env = run_env(opts, run_id, img.ref, runtime)
-    mounts = run_mounts(data, run_dir) if contained else []
-    engine.check_mounts(mounts)    # refused now, before anything is written
-    return plan_mod.RunPlan(
-        runtime=runtime, workload=workload, run_id=run_id, run_dir=str(run_dir), image=img.ref, argv=argv,
-        env=env, user_env=dict(opts.env), mounts=mounts, accelerator=img.accelerator, gpus=gpu_ids,
-        workdir=plan_mod.WORKDIR if contained else str(Path.cwd()), shm_size=facts.get("shm_size"),
-        **engine.settings(facts, counters=profile in ("ncu", "nvprof"), memory=opts.memory), profile=profile,
-        timeout=opts.timeout, base=img.base, cpuset=opts.cpuset, entrypoint=list(img.entrypoint) if contained else [],
-        manifest={} if opts.dry_run else host_manifest(runtime, img.ref, img.base, data), nproc=nproc,
-        resume=resume)
-
-
-SCRIPT_OPTIONS = ("warmup", "number", "repeat")   # the harness options a script run takes
-
-
-def script_parts(opts: RunOptions) -> tuple[Path, str, Path | None, str]:
-    """A script run's checks (`run --script`, `slurm --script`, a suite's `script:` job): the
-    script's folder and entry, the dataset folder, the name its results go under."""
-    from dnnbench.runs import script as script_mod
-    from dnnbench.workloads.instrument import workload_name
-    folder, entry = script_mod.locate(names.user_path(opts.script, "--script"), opts.entry)
-    given = [o.flag for o in HOST_OPTIONS if o.name not in SCRIPT_OPTIONS and getattr(opts, o.name) not in (None, False)]
-    if given:
-        raise DnnbenchError(f"{given[0]} is the script's own business with --script: pass its own flag after `--`")
-    check_options(opts)
-    if opts.unit is not None:
-        names.path_component(opts.unit, "--unit")
-    data = None
-    if opts.data is not None:
-        data = names.real(names.user_path(opts.data, "--data"))
-        if not data.is_dir():
-            raise DnnbenchError(f"--data {opts.data} is not a folder")
-    return folder, entry, data, workload_name(entry)
-
-
-def script_plan(opts: RunOptions, runtime: str) -> plan_mod.RunPlan:
-    """`run --script`: the user's script under the instrumentation, with the same image, mounts,
-    GPUs, torchrun and run folder as a built-in workload."""
-    from dnnbench.runs import script as script_mod
-    folder, entry, data, workload = script_parts(opts)
-    gpu_ids = gpus_mod.parse(opts.gpus)
-    if gpu_ids and opts.nproc:
-        raise DnnbenchError("--nproc is for CPU runs; with --gpus one process runs per GPU")
-    run_id = opts.run_id or names.new_run_id(workload)
-    run_dir = run_folder(opts.results, run_id, opts.dry_run, opts.run_dir)
-    img = resolve_image(opts, runtime)
-    granted = gpus_mod.check(gpu_ids, img.accelerator) if not opts.dry_run else []
-    nproc = opts.nproc or (len(granted) if gpu_ids == ["all"] else len(gpu_ids or [])) or 1
-    engine = named(runtime)
-    contained = engine.contained
-    results_in = plan_mod.RESULTS_DIR if contained else str(run_dir)
-    data_in = (plan_mod.DATA_DIR if contained else str(data)) if data else None
-    script_in = f"{script_mod.SCRIPT_DIR}/{entry}" if contained else str(folder / entry)
-    argv = script_mod.argv(img.python, nproc, results_in=results_in, run_id=run_id, script_in=script_in,
-                           args=script_mod.arguments(list(opts.extra), data_in),
-                           timing={"warmup": opts.warmup, "number": opts.number, "repeat": opts.repeat,
-                                   "items_per_step": opts.items_per_step, "unit": opts.unit,
-                                   "run_to_end": opts.run_to_end})
-    env = run_env(opts, run_id, img.ref, runtime, {"DNNBENCH_DATA": data_in} if data_in else {})
-    mounts = run_mounts(data, run_dir) + [plan_mod.Mount(str(folder), script_mod.SCRIPT_DIR, read_only=True)] \
-        if contained else []
-    engine.check_mounts(mounts)
-    facts = _base_run_facts(img.base)
-    return plan_mod.RunPlan(
-        runtime=runtime, workload=workload, run_id=run_id, run_dir=str(run_dir), image=img.ref, argv=argv,
-        env=env, user_env=dict(opts.env), mounts=mounts, accelerator=img.accelerator, gpus=gpu_ids,
-        workdir=script_mod.SCRIPT_DIR if contained else str(Path.cwd()),   # as `python path/to/it.py` would
-        shm_size=facts.get("shm_size"), **engine.settings(facts, counters=False, memory=opts.memory),
-        timeout=opts.timeout, base=img.base, cpuset=opts.cpuset, entrypoint=list(img.entrypoint) if contained else [],
-        manifest={} if opts.dry_run else dict(host_manifest(runtime, img.ref, img.base, data),
-                                                 script=str(folder / entry)))   # what reproduce runs again
-
+    """Every check, then the plan of a benchmark or a script run (runs/kinds.py)."""
+    from dnnbench.runs import kinds
+    return kinds.build_plan(kinds.kind_of(opts), opts, resume=resume)
 
 def job_for(plan: plan_mod.RunPlan) -> tuple[Job, str]:
     """The engine's job for the plan, and the line that does the same by hand."""
@@ -512,4 +186,15 @@ def run_plan(plan: plan_mod.RunPlan, opts: RunOptions) -> int:
     from dnnbench.results.record import show_outcome
     show_outcome(Path(plan.run_dir), data)
     info(f"result: {Path(plan.run_dir) / 'result.json'}  log: {Path(plan.run_dir) / 'log.txt'}")
+    return code
+
+
+def train_command(opts: RunOptions, train: dict) -> int:
+    """`dnnbench train`: the plan run, then (with --mlperf) the MLPerf checker on its log."""
+    from dnnbench.runs import kinds
+    plan = kinds.build_plan(kinds.KINDS["train"], opts, train, resume=bool(train.get("resume")))
+    code = run_plan(plan, opts)
+    if train.get("mlperf") and not opts.dry_run:
+        from dnnbench.results.mlperf import after_training
+        code = after_training(Path(plan.run_dir), code)
     return code

@@ -313,11 +313,10 @@ def _warn_host_versions(data: dict) -> None:
 
 def plan_for(data: dict, opts):
     """The plan that runs a result's job again: `train`'s for a training result, else `run`'s."""
-    from dnnbench.runs.launch import build_plan
+    from dnnbench.runs import kinds
     if kind_of(data) == "training":
-        from dnnbench.runs.training import train_plan
-        return train_plan(opts, train_options(data["workload"], data["options"])[0])
-    return build_plan(opts)
+        return kinds.build_plan(kinds.KINDS["train"], opts, train_options(data["workload"], data["options"])[0])
+    return kinds.build_plan(kinds.kind_of(opts), opts)
 
 
 def reproduce_command(result: Path, *, runtime: str | None, image: str | None, results: Path,

@@ -18,6 +18,7 @@ from pathlib import Path
 from dnnbench import __version__, external, names
 from dnnbench.containers.engines import Engine, lookup, spoken
 from dnnbench.runs import environment, lost_nodes, plan as plan_mod, training
+from dnnbench.runs import checks
 from dnnbench.runs import launch as run_mod
 from dnnbench.console import err, info, out, unprintable
 from dnnbench.errors import DnnbenchError
@@ -172,23 +173,23 @@ def render(o: SlurmOptions, dry_run: bool = False) -> tuple[str, Path, str]:
             raise DnnbenchError("--train trains a workload, not a --script")
         if o.scaling or o.each_node:
             raise DnnbenchError(f"{'--scaling' if o.scaling else '--each-node'} is for workloads, not --script")
-        folder, entry, data, workload = run_mod.script_parts(opts)
+        folder, entry, data, workload = checks.script_parts(opts)
         script = (folder, entry)
     else:
-        workload, kind = run_mod.check_workload(opts.workload)
+        workload, kind = checks.check_workload(opts.workload)
         if o.train is not None:
             training.check(opts, o.train)
             if o.train.get("resume"):
                 raise DnnbenchError("--resume is not needed under Slurm: the job (requeued, or its job.sbatch "
                                     "submitted again) resumes from the run folder's newest checkpoint by itself")
-        run_mod.check_options(opts)
-        data = run_mod.check_data(opts.data, workload, kind)
+        checks.check_options(opts)
+        data = checks.check_data(opts.data, workload, kind)
     img = _image(o, dry_run)
     run_id = opts.run_id or names.new_run_id(workload, "slurm")
     _plain_text([("--results", str(opts.results)), ("--data", str(data or "")), ("--image", img.ref or ""),
                  ("--partition", o.partition or ""), ("--account", o.account or ""), ("--time", o.time or ""),
                  ("--run-id", run_id)] + [(f"--env {item.split('=', 1)[0]}", item) for item in o.env])
-    run_dir = run_mod.make_run_dir(opts.results, run_id, dry_run)
+    run_dir = checks.make_run_dir(opts.results, run_id, dry_run)
     engine = _engine(o)
     contained = engine.contained
     gpus = o.gpus_per_node > 0
@@ -212,9 +213,9 @@ def render(o: SlurmOptions, dry_run: bool = False) -> tuple[str, Path, str]:
         module_args += ["@RESUME@", *opts.extra]
         ref_args = []
     else:
-        module_args = ["-m", "dnnbench.workloads", workload] + run_mod.harness_args(
+        module_args = ["-m", "dnnbench.workloads", workload] + checks.harness_args(
             opts, results_in=results_in, run_id=run_id, data_in=data_in, device=device)
-        ref_args = run_mod.harness_args(opts, results_in=f"{results_in}/reference", run_id=f"{run_id}-reference",
+        ref_args = checks.harness_args(opts, results_in=f"{results_in}/reference", run_id=f"{run_id}-reference",
                                         data_in=data_in, device=device)
     if o.scaling:
         module_args += ["--scaling-reference", f"{results_in}/reference/result.json"]
@@ -223,7 +224,7 @@ def render(o: SlurmOptions, dry_run: bool = False) -> tuple[str, Path, str]:
         env["DNNBENCH_IMAGE"] = img.ref
     plan = plan_mod.RunPlan(runtime=engine.name, workload=workload, run_id=run_id,
                             run_dir=str(run_dir), image=img.ref, argv=[], env=env,
-                            mounts=(run_mod.run_mounts(data, run_dir) + ([plan_mod.Mount(
+                            mounts=(checks.run_mounts(data, run_dir) + ([plan_mod.Mount(
                                 str(script[0]), script_mod.SCRIPT_DIR, read_only=True)] if script else []))
                             if contained else [],
                             accelerator=img.accelerator, gpus=["all"] if gpus else None, base=img.base,

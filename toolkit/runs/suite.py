@@ -43,7 +43,7 @@ def _list(value):
 def load(path: Path) -> Suite:
     from dnnbench import names, yaml_files
     from dnnbench.runs import suite_schema
-    from dnnbench.runs.launch import check_extra, check_options
+    from dnnbench.runs.checks import check_extra, check_options
     from dnnbench.runs.options import RunOptions
     from dnnbench.workloads import WORKLOADS
 
@@ -167,11 +167,10 @@ def _script_options(spec: dict) -> dict:
 def plan_of(run: Run, opts, resume: bool = False):
     """The plan of one run: `dnnbench train`'s for a `train:` job (resume: from its checkpoints),
     `dnnbench run`'s otherwise."""
-    from dnnbench.runs.launch import build_plan
-    if run.spec.get("train") is not None:
-        from dnnbench.runs.training import train_plan
-        return train_plan(opts, dict(run.spec["train"], resume=resume))
-    return build_plan(opts)
+    from dnnbench.runs import kinds
+    train = run.spec.get("train")
+    job = None if train is None else dict(train, resume=resume)
+    return kinds.build_plan(kinds.kind_of(opts, job), opts, job, resume=bool(job and job["resume"]))
 
 
 def _resumable(run: Run, run_dir: Path) -> bool:

@@ -19,7 +19,7 @@ MAX_TIMEOUT = 7 * 86400    # a week: longer is a typo
 
 
 def _max_copies() -> int:
-    from dnnbench.runs.launch import nproc_limit
+    from dnnbench.runs.checks import nproc_limit
     return nproc_limit()
 
 

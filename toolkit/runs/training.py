@@ -8,7 +8,6 @@ from pathlib import Path
 
 from dnnbench import names
 from dnnbench.errors import DnnbenchError
-from dnnbench.runs import launch, plan as plan_mod
 from dnnbench.runs.options import RunOptions
 from dnnbench.workloads import options as options_mod, schema
 
@@ -58,35 +57,7 @@ def module_args(workload: str, opts: RunOptions, train: dict, *, data_in: str, r
     return argv
 
 
-def train_plan(opts: RunOptions, train: dict) -> plan_mod.RunPlan:
-    """Every check, then the plan: launch.build_plan's, with the training entry and its options."""
-    check(opts, train)
-    from dnnbench.runs import workload_args
-    workload_args.check(opts.workload, opts.extra, train=True)
-    resume = bool(train.get("resume"))
-    if resume and not opts.run_id:
-        raise DnnbenchError("--resume continues a run folder: give its --run-id")
-    if resume and opts.run_id and not opts.dry_run:
-        _check_resumable(opts.results, opts.run_id, opts.run_dir)
-    plan = launch.build_plan(opts, resume=resume)
-    contained = plan_mod.engine_of(plan).contained
-    python = plan.argv[0]
-    launcher = [python] if plan.nproc <= 1 else [python, "-m", "torch.distributed.run", "--standalone",
-                                                  "--nnodes=1", f"--nproc_per_node={plan.nproc}"]
-    plan.argv = launcher + module_args(
-        plan.workload, opts, train, data_in=plan_mod.DATA_DIR if contained else str(names.real(opts.data)),
-        results_in=plan_mod.RESULTS_DIR if contained else plan.run_dir, run_id=plan.run_id,
-        device="cuda" if plan.gpus else "cpu") + list(opts.extra)
-    plan.profile = None
-    if train.get("eval_data"):   # the extra evaluation set: read-only beside the dataset in a container
-        real = str(names.real(train["eval_data"]))
-        if contained:
-            plan.mounts.append(plan_mod.Mount(real, EVAL_DATA_DIR, read_only=True))
-        plan.argv[plan.argv.index("--eval-data") + 1] = EVAL_DATA_DIR if contained else real
-    return plan
-
-
-def _check_resumable(results: Path, run_id: str, folder: Path | None = None) -> None:
+def check_resumable(results: Path, run_id: str, folder: Path | None = None) -> None:
     run_dir = names.inside(results, Path(folder) if folder else Path(results) / run_id, "run folder")
     if not run_dir.is_dir():
         raise DnnbenchError(f"--resume: {run_dir} does not exist (the --run-id of the run to continue)")
@@ -96,13 +67,3 @@ def _check_resumable(results: Path, run_id: str, folder: Path | None = None) -> 
         status = None
     if status == "ok":
         raise DnnbenchError(f"--resume: {run_id} already finished (status ok); train again under a new --run-id")
-
-
-def train_command(opts: RunOptions, train: dict) -> int:
-    """`dnnbench train`: the plan run, then (with --mlperf) the MLPerf checker on its log."""
-    plan = train_plan(opts, train)
-    code = launch.run_plan(plan, opts)
-    if train.get("mlperf") and not opts.dry_run:
-        from dnnbench.results.mlperf import after_training
-        code = after_training(Path(plan.run_dir), code)
-    return code

@@ -1,0 +1,197 @@
+"""Job kinds: what runs. A job is a workload benchmark (`run`), a training run to accuracy
+(`train`) or a user's script (`run --script`); each kind is one object here that says what it
+checks, the module and argv it runs in the container, what else it mounts and where it starts.
+`build_plan` makes every kind's RunPlan with the one block of image, GPUs, run folder, mounts
+and environment; a new kind is one class and one line of KINDS."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+from dnnbench import names
+from dnnbench.containers.engines import named
+from dnnbench.errors import DnnbenchError
+from dnnbench.runs import checks, gpus as gpus_mod
+from dnnbench.runs import plan as plan_mod
+from dnnbench.runs.manifest import host_manifest
+from dnnbench.runs.options import RunOptions
+from dnnbench.runs.script import SCRIPT_DIR
+
+
+@dataclass
+class Checked:
+    """What a kind's checks found: the name its results go under, the dataset folder, the GPUs,
+    and the kind's own findings (a script's folder and entry)."""
+    workload: str
+    data: Optional[Path]
+    gpu_ids: Optional[list]
+    own: dict = field(default_factory=dict)
+
+
+@dataclass
+class Where:
+    """Where the run's folders are, as its processes see them (in a container or on the host)."""
+    contained: bool
+    results_in: str
+    data_in: Optional[str]
+    run_dir: Path
+
+
+def _gpus(opts: RunOptions) -> Optional[list]:
+    gpu_ids = gpus_mod.parse(opts.gpus)
+    if gpu_ids and opts.nproc:
+        raise DnnbenchError("--nproc is for CPU runs; with --gpus one process runs per GPU")
+    return gpu_ids
+
+
+class Benchmark:
+    """`dnnbench run WORKLOAD`: a workload's timed windows (dnnbench.workloads)."""
+    name = "run"
+    workdir = plan_mod.WORKDIR
+
+    def check(self, opts: RunOptions, job: Optional[dict]) -> Checked:
+        for option in ("entry", "items_per_step", "unit"):
+            if getattr(opts, option) is not None:
+                raise DnnbenchError(f"--{option.replace('_', '-')} goes with --script")
+        workload, kind = checks.check_workload(opts.workload)
+        checks.check_options(opts)
+        gpu_ids = _gpus(opts)
+        return Checked(workload, checks.check_data(opts.data, workload, kind), gpu_ids)
+
+    def profile(self, opts: RunOptions, gpu_ids, img) -> Optional[str]:
+        return checks.check_profile(opts.profile, gpu_ids, img)
+
+    def argv(self, opts: RunOptions, job: Optional[dict], checked: Checked, *, python: str, nproc: int,
+             run_id: str, where: Where, profile: Optional[str]) -> list[str]:
+        return checks.profiled(checks.entry_argv(python, checked.workload, nproc) + checks.harness_args(
+            opts, data_in=where.data_in, results_in=where.results_in, run_id=run_id,
+            device="cuda" if checked.gpu_ids else "cpu"), profile, python, where.results_in)
+
+    def env(self, where: Where) -> dict:
+        return {}
+
+    def mounts(self, opts: RunOptions, job: Optional[dict], checked: Checked) -> list:
+        return []
+
+    def manifest(self, checked: Checked) -> dict:
+        """What the kind adds to the run's manifest (what reproduce needs to run it again)."""
+        return {}
+
+
+class Training(Benchmark):
+    """`dnnbench train WORKLOAD`: epochs to a target accuracy (dnnbench.workloads.train); the
+    benchmark's checks, then its own options in place of the timed windows'."""
+    name = "train"
+
+    def check(self, opts: RunOptions, job: Optional[dict]) -> Checked:
+        from dnnbench.runs import training, workload_args
+        train = job or {}
+        training.check(opts, train)
+        workload_args.check(opts.workload, opts.extra, train=True)
+        if train.get("resume") and not opts.run_id:
+            raise DnnbenchError("--resume continues a run folder: give its --run-id")
+        if train.get("resume") and opts.run_id and not opts.dry_run:
+            training.check_resumable(opts.results, opts.run_id, opts.run_dir)
+        return super().check(opts, job)
+
+    def profile(self, opts: RunOptions, gpu_ids, img) -> Optional[str]:
+        super().profile(opts, gpu_ids, img)   # refused as for a benchmark; a training run has no window
+        return None
+
+    def argv(self, opts: RunOptions, job: Optional[dict], checked: Checked, *, python: str, nproc: int,
+             run_id: str, where: Where, profile: Optional[str]) -> list[str]:
+        from dnnbench.runs import training
+        train = job or {}
+        argv = checks.launcher(python, nproc) + training.module_args(
+            checked.workload, opts, train, data_in=plan_mod.DATA_DIR if where.contained else str(checked.data),
+            results_in=where.results_in, run_id=run_id, device="cuda" if checked.gpu_ids else "cpu") + list(opts.extra)
+        if train.get("eval_data"):   # the extra evaluation set: read-only beside the dataset in a container
+            argv[argv.index("--eval-data") + 1] = training.EVAL_DATA_DIR if where.contained \
+                else str(names.real(train["eval_data"]))
+        return argv
+
+    def mounts(self, opts: RunOptions, job: Optional[dict], checked: Checked) -> list:
+        from dnnbench.runs import training
+        eval_data = (job or {}).get("eval_data")
+        if not eval_data:
+            return []
+        return [plan_mod.Mount(str(names.real(eval_data)), training.EVAL_DATA_DIR, read_only=True)]
+
+
+class Script:
+    """`dnnbench run --script PATH`: the user's script under the instrumentation
+    (dnnbench.workloads.instrument), in its own folder mounted read-only."""
+    name = "script"
+    workdir = SCRIPT_DIR   # as `python path/to/it.py` would
+
+    def check(self, opts: RunOptions, job: Optional[dict]) -> Checked:
+        folder, entry, data, workload = checks.script_parts(opts)
+        return Checked(workload, data, _gpus(opts), {"folder": folder, "entry": entry})
+
+    def profile(self, opts: RunOptions, gpu_ids, img) -> Optional[str]:
+        return None
+
+    def argv(self, opts: RunOptions, job: Optional[dict], checked: Checked, *, python: str, nproc: int,
+             run_id: str, where: Where, profile: Optional[str]) -> list[str]:
+        from dnnbench.runs import script as script_mod
+        folder, entry = checked.own["folder"], checked.own["entry"]
+        script_in = f"{script_mod.SCRIPT_DIR}/{entry}" if where.contained else str(folder / entry)
+        return script_mod.argv(python, nproc, results_in=where.results_in, run_id=run_id, script_in=script_in,
+                               args=script_mod.arguments(list(opts.extra), where.data_in),
+                               timing={"warmup": opts.warmup, "number": opts.number, "repeat": opts.repeat,
+                                       "items_per_step": opts.items_per_step, "unit": opts.unit,
+                                       "run_to_end": opts.run_to_end})
+
+    def env(self, where: Where) -> dict:
+        return {"DNNBENCH_DATA": where.data_in} if where.data_in else {}
+
+    def mounts(self, opts: RunOptions, job: Optional[dict], checked: Checked) -> list:
+        from dnnbench.runs import script as script_mod
+        return [plan_mod.Mount(str(checked.own["folder"]), script_mod.SCRIPT_DIR, read_only=True)]
+
+    def manifest(self, checked: Checked) -> dict:
+        return {"script": str(checked.own["folder"] / checked.own["entry"])}   # what reproduce runs again
+
+
+KINDS = {k.name: k for k in (Benchmark(), Training(), Script())}
+
+
+def kind_of(opts: RunOptions, train: Optional[dict] = None):
+    """The kind of a job: a script with --script, a training run with a train block, else a
+    benchmark."""
+    if opts.script is not None:
+        return KINDS["script"]
+    return KINDS["train"] if train is not None else KINDS["run"]
+
+
+def build_plan(kind, opts: RunOptions, job: Optional[dict] = None, resume: bool = False) -> plan_mod.RunPlan:
+    """Every check, then the plan. Raises DnnbenchError before anything has started."""
+    from dnnbench.runs import checks
+    runtime = named(opts.runtime).name
+    checked = kind.check(opts, job)
+    run_id = opts.run_id or names.new_run_id(checked.workload)
+    run_dir = checks.run_folder(opts.results, run_id, opts.dry_run, opts.run_dir, resume)
+    img = checks.resolve_image(opts, runtime)
+    profile = kind.profile(opts, checked.gpu_ids, img)
+    gpu_ids, data = checked.gpu_ids, checked.data
+    granted = gpus_mod.check(gpu_ids, img.accelerator) if not opts.dry_run else []
+    nproc = opts.nproc or (len(granted) if gpu_ids == ["all"] else len(gpu_ids or [])) or 1
+    engine = named(runtime)
+    contained = engine.contained
+    facts = checks.base_run_facts(img.base)
+    where = Where(contained, plan_mod.RESULTS_DIR if contained else str(run_dir),
+                  (plan_mod.DATA_DIR if contained else str(data)) if data else None, run_dir)
+    argv = kind.argv(opts, job, checked, python=img.python, nproc=nproc, run_id=run_id, where=where, profile=profile)
+    env = checks.run_env(opts, run_id, img.ref, runtime, kind.env(where))
+    mounts = checks.run_mounts(data, run_dir) + kind.mounts(opts, job, checked) if contained else []
+    engine.check_mounts(mounts)    # refused now, before anything is written
+    return plan_mod.RunPlan(
+        runtime=runtime, workload=checked.workload, run_id=run_id, run_dir=str(run_dir), image=img.ref, argv=argv,
+        env=env, user_env=dict(opts.env), mounts=mounts, accelerator=img.accelerator, gpus=gpu_ids,
+        workdir=kind.workdir if contained else str(Path.cwd()), shm_size=facts.get("shm_size"),
+        **engine.settings(facts, counters=profile in ("ncu", "nvprof"), memory=opts.memory), profile=profile,
+        timeout=opts.timeout, base=img.base, cpuset=opts.cpuset, entrypoint=list(img.entrypoint) if contained else [],
+        manifest={} if opts.dry_run else {**host_manifest(runtime, img.ref, img.base, data), **kind.manifest(checked)},
+        nproc=nproc,
+        resume=resume)
