@@ -3,7 +3,6 @@ dnnbench_*.sif here); with several and none named nothing is guessed, and the re
 them. (Docker's side: tests/test_engine_docker.py's dry-run test.)"""
 from __future__ import annotations
 
-from dnnbench.containers import resolve
 from tests.helpers import dnnbench, one_line_error
 
 
@@ -17,7 +16,9 @@ def test_several_sifs_and_none_named_are_refused_with_the_candidates(tmp_path):
 
 
 def test_the_header_says_why_this_image():
-    assert resolve.why_chosen("dnnbench:x", None, "docker") == "named by --image"
-    assert resolve.why_chosen(None, "cpu", "docker") == "the image of --base cpu"
-    assert resolve.why_chosen(None, None, "docker") == "the only dnnbench image on this machine"
-    assert resolve.why_chosen(None, None, "singularity") == "the only dnnbench_*.sif here"
+    from dnnbench.containers.engines import named
+    assert named("docker").why("dnnbench:x", None) == "named by --image"
+    assert named("docker").why(None, "cpu") == "the image of --base cpu"
+    assert named("docker").why(None, None) == "the only dnnbench image on this machine"
+    assert named("apptainer").why(None, None) == "the only dnnbench_*.sif here"
+    assert named("host").why(None, None) == "--runtime host: this Python"

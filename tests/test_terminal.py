@@ -171,7 +171,7 @@ def test_report_against_a_baseline_shows_what_decides(tmux):
 
 def _compare_images_results(root, images, rounds=3):
     """What `compare-images --images A,B,C --rounds 3 --run-id cmp` leaves: each image's round
-    folders with a finished result, which the command reads back instead of running again."""
+    folders with a finished result, for `report` to read."""
     import json
     src = json.loads((FIXTURE / "resnet18-bs4" / "r1" / "result.json").read_text())
     for i, image in enumerate(images):
@@ -186,16 +186,45 @@ def _compare_images_results(root, images, rounds=3):
             (root / "cmp" / name / "result.json").write_text(json.dumps(data))
 
 
+# `compare-images` with its measurements made by a deterministic stand-in (the images are not on
+# this machine, and a finished step is read back only under its identity): each image's runs take
+# its work, a little different each run, so the rounds decide
+COMPARE_DRIVER = """
+import itertools, sys
+from dnnbench.results import numbers
+from dnnbench.runs import bisect
+WORK = dict(zip(sys.argv[1].split(","), (1.0, 1.5, 2.0)))
+count = itertools.count()
+def measure(step, base, template, dataset=None):
+    k = WORK[step.image] * (1 + 0.004 * (next(count) % 3 - 1))
+    windows = [{"items": 8, "seconds": k, "data_wait": 0.0, "load1": 1.0} for _ in range(5)]
+    step.result = {"status": "ok", "windows": windows, "world_size": 1, "ranks": [],
+                   "system": {"pytorch": "2.%d.0" % list(WORK).index(step.image)}}
+    step.headline = numbers.run_headline(step.result)
+    step.load = 1.0
+    return step
+bisect.measure = measure
+bisect._check_first = lambda *a: True
+from dnnbench.cli import main
+sys.argv = ["dnnbench", "compare-images", "resnet18", "--images", sys.argv[1]] + sys.argv[2:]
+main()
+"""
+
+
 def test_compare_images_rounds_keep_the_verdict_and_report_has_a_row_per_image(tmux):
     sock, conf, folder, env = tmux
     images = ["registry.example.com/team/pytorch:24.01-py3", "registry.example.com/team/pytorch:24.05-py3",
               "registry.example.com/team/pytorch:24.10-py3"]
+    driver = folder / "compare_driver.py"
+    driver.write_text(COMPARE_DRIVER)
+    lines = screen(tmux, sys.executable, str(driver), ",".join(images), "--rounds", "3",
+                   "--results", str(folder / "measured"), "--run-id", "cmp", "--batch-size", "4")
+    _header(lines, "image", "verdict", "throughput")
+    rows = [line for line in lines if line.startswith("registry.")]
+    assert [row.split()[-1] for row in rows] == ["first", "slower", "slower"], lines
+    assert_whole(lines, images + _numbers(rows), "compare-images --rounds 3")
     root = folder / "cmp-results"
     _compare_images_results(root, images)
-    lines = dnnbench_screen(tmux, "compare-images", "resnet18", "--images", ",".join(images), "--rounds", "3",
-                            "--results", str(root), "--run-id", "cmp", "--batch-size", "4")
-    _header(lines, "image", "verdict", "throughput")
-    assert_whole(lines, images + ["first", "slower"] + _numbers(lines), "compare-images --rounds 3")
     lines = dnnbench_screen(tmux, "report", str(root / "cmp"))
     rows = [line for line in lines if line.startswith("CPU ")]
     assert len(rows) == 3, lines                                   # one row per image, never pooled
