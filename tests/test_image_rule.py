@@ -22,3 +22,14 @@ def test_the_header_says_why_this_image():
     assert named("docker").why(None, None) == "the only dnnbench image on this machine"
     assert named("apptainer").why(None, None) == "the only dnnbench_*.sif here"
     assert named("host").why(None, None) == "--runtime host: this Python"
+
+
+def test_a_compare_images_dry_run_says_which_images_are_not_here(docker_engine, test_base, tmp_path):
+    """The dry run lists the images in order and says of each one the engine does not hold that it
+    is not on this machine (the real run would build, pull or refuse it)."""
+    missing = "dnnbench-test-absent:never-built"
+    res = dnnbench("compare-images", "resnet18", "--images", f"{test_base},{missing}", "--dry-run",
+                   "--results", tmp_path, check=0)
+    listed = [line.split() for line in res.stdout.splitlines() if line.startswith("   ")]
+    assert listed[0] == ["0", test_base], res.stdout
+    assert listed[1] == ["1", missing, "(not", "on", "this", "machine)"], res.stdout

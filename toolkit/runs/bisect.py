@@ -339,9 +339,14 @@ def _check_first(opts: RunOptions, listed: list[tuple[str, str | None]], folder:
                                             run_dir=folder / _slug(i, image), run_id=f"{folder.name}.{_slug(i, image)}"))
              for i, (image, base) in enumerate(listed)]
     if opts.dry_run:
+        from dnnbench.containers.engines import named
+        engine = named(plans[0].runtime)
         out.print(f"{len(listed)} images, in order; steps in {escape(str(folder))}/NN-image/:")
         for i, (image, base) in enumerate(listed):
-            out.print(f"  {i:2d}  {escape(image)}" + (f"  (base {escape(base)})" if base else ""))
+            ref = plans[i].image
+            missing = ref is not None and engine.has_image(ref) is False
+            out.print(f"  {i:2d}  {escape(image)}" + (f"  (base {escape(base)})" if base else "")
+                      + ("  (not on this machine)" if missing else ""))
         out.print(plan_mod.command_line(plans[0]), markup=False, highlight=False, soft_wrap=True)
     return not opts.dry_run
 

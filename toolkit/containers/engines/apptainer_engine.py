@@ -47,6 +47,9 @@ class Apptainer(Engine):
             return resolve.RunImage(ref=image or "IMAGE.sif", base=base, python="python3", accelerator="nvidia")
         return resolve.resolve_sif(image, base, False)
 
+    def has_image(self, ref: str) -> bool | None:
+        return Path(ref).is_file()
+
     def digest(self, ref: str) -> dict | None:
         from dnnbench.containers.engines import apptainer
         return apptainer.sif_digest(ref)

@@ -153,6 +153,10 @@ class Engine:
         """The image a Slurm job's nodes run (a file on the shared filesystem)."""
         raise NotImplementedError
 
+    def has_image(self, ref: str) -> bool | None:
+        """Whether the image is here now (None: this engine cannot tell, or needs none)."""
+        return None
+
     def digest(self, ref: str) -> dict | None:
         """What names the image exactly (a tag moves, a digest does not), for the manifest."""
         return None

@@ -42,6 +42,14 @@ class Docker(Engine):
     def why(self, image: str | None, base: str | None) -> str:
         return why_chosen(image, base, ONLY_IMAGE)
 
+    def has_image(self, ref: str) -> bool | None:
+        from dnnbench.containers.engines import docker
+        from dnnbench.errors import DnnbenchError
+        try:
+            return docker.image_labels(ref) is not None
+        except DnnbenchError:    # no engine to ask: the dry run says nothing of it
+            return None
+
     def digest(self, ref: str) -> dict | None:
         from dnnbench.containers.engines import docker
         return docker.digest(ref)
