@@ -350,7 +350,10 @@ def _finish(result, meter, code, a):
     elif launched > 1 and len(ranks) == 1:   # copies that never met: one writes the result, saying so
         rank = launched_rank
         if code == EXIT_OK and result["status"] == "running":
-            result["status"], result["message"], code = "error", _no_group(launched), EXIT_USAGE
+            result["status"], result["message"] = "error", _no_group(launched)
+            # rank 0 says it and exits 2; the others end with 0: torchrun ends every copy as soon as
+            # one fails, which could stop rank 0 before its result is written
+            code = EXIT_USAGE if launched_rank == 0 else EXIT_OK
     result["ranks"] = ranks
     result["world_size"] = len(ranks)
     result["windows"] = meter.windows
@@ -391,7 +394,7 @@ def _finish(result, meter, code, a):
         _log("%s: %s %s (sum of items / sum of seconds over %d windows)" % (
             result["workload"], "%.4g" % result["throughput"]["total"]["value"], result["unit"],
             len(meter.windows)))
-    elif result["message"]:
+    elif result["message"] and (code != EXIT_OK or launched_rank == 0):
         _log("error: " + result["message"])
     return code
 
