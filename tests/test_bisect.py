@@ -150,7 +150,10 @@ def test_bisect_finds_the_first_slower_release_in_log2_steps_resumes_and_tables_
     table = dnnbench("compare-images", WORKLOAD, "--images", ",".join(shown), "--results", tmp_path,
                      "--run-id", "b", "--tolerance", "0.1", "--rounds", "3", *TINY, timeout=1800)
     assert table.returncode == 0, table.stdout + table.stderr
-    rows = [line.split() for line in table.stdout.splitlines() if line.startswith("dnnbench-test-bisect")]
+    # the table's rows (the lines under it that explain a verdict, "IMAGE: same after 3 rounds: ...",
+    # start with the image too)
+    rows = [line.split() for line in table.stdout.splitlines()
+            if line.startswith("dnnbench-test-bisect") and not line.split()[0].endswith(":")]
     assert [r[0] for r in rows] == shown and rows[0][-1] == "first"
     assert rows[1][-1] in ("same", "inconclusive") and rows[2][-1] in ("slower", "inconclusive"), rows
     # ends the same code (r1 and r5): nothing to bisect, exit 1
