@@ -21,3 +21,15 @@ def writing(dest: Path) -> Iterator[None]:
         raise DnnbenchError(f"cannot create {dest}: {exc.strerror or exc}") from None
     with locks.hold(dest, what=f"dataset folder {dest}"):
         yield
+
+
+def clear(path: Path, dest: Path) -> None:
+    """Remove what a command of ours left at `path` inside DEST (a half-extracted folder): a real
+    folder as a tree inside DEST, anything else (a planted link) unlinked, never followed."""
+    try:
+        if fileio.is_real_dir(str(path)):
+            fileio.remove_tree(str(path), str(dest))
+        else:
+            fileio.remove_file(str(path))
+    except OSError as exc:
+        raise DnnbenchError(f"cannot clear {path}: {exc.strerror or exc}") from None

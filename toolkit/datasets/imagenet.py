@@ -96,12 +96,12 @@ def _prepare(src: Path, dest: Path, val_map: Path | None, workers: int | None) -
 
     partial = dest / PARTIAL
     if os.path.lexists(partial):
-        _remove_partial(partial, dest)    # ours alone (we hold DEST's lock): half-extracted units
+        folder.clear(partial, dest)    # ours alone (we hold DEST's lock): half-extracted units
     started = time.monotonic()
     if todo:
         _extract(todo, dest, workers or min(8, os.cpu_count() or 1))
     if os.path.lexists(partial):
-        _remove_partial(partial, dest)
+        folder.clear(partial, dest)
 
     from dnnbench.workloads import data as data_mod
     found = data_mod.problems(str(dest), "imagenet")
@@ -129,17 +129,6 @@ def _check_places(dest: Path, units: list[Unit]) -> None:
         if os.path.lexists(path) and not fileio.is_real_dir(path):
             raise DnnbenchError(f"{path} is {fileio.kind_at(path)} where the dataset's folder {name} belongs: "
                                 f"move it away and run the same command again")
-
-
-def _remove_partial(partial: Path, dest: Path) -> None:
-    """DEST/.partial: removed only as a real folder inside DEST (a planted link is unlinked)."""
-    try:
-        if fileio.is_real_dir(str(partial)):
-            fileio.remove_tree(str(partial), str(dest))
-        else:
-            fileio.remove_file(str(partial))
-    except OSError as exc:
-        raise DnnbenchError(f"cannot clear {partial}: {exc.strerror or exc}") from None
 
 
 # --- sources -------------------------------------------------------------------------

@@ -77,17 +77,17 @@ def _prepare(src: Path, dest: Path, wnids: list[str]) -> None:
     partial = dest / PARTIAL
     for stale in (partial, dest / "val"):
         if os.path.lexists(stale):
-            _remove(stale, dest)
+            folder.clear(stale, dest)
     started = time.monotonic()
     counts, skipped = _extract(src, partial / "val", wnids)
     missing = [str(i) for i in range(CLASSES) if not counts.get(i)]
     if missing:
-        _remove(partial, dest)
+        folder.clear(partial, dest)
         raise DnnbenchError(f"{src}: {len(missing)} of {CLASSES} classes have no image (folders "
                             f"{', '.join(missing[:8])}{', ...' if len(missing) > 8 else ''}): not a whole "
                             "ImageNetV2 archive")
     os.rename(partial / "val", dest / "val")
-    _remove(partial, dest)
+    folder.clear(partial, dest)
     images = sum(counts.values())
     fileio.write_json(str(marker), {"sources": fingerprint, "images": images, "classes": CLASSES,
                                     "prepared": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
@@ -139,15 +139,6 @@ def _extract(src: Path, into: Path, wnids: list[str]) -> tuple[dict[int, int], d
         raise DnnbenchError(f"cannot extract {src}: {exc.strerror or exc}") from None
     return counts, skipped
 
-
-def _remove(path: Path, dest: Path) -> None:
-    try:
-        if fileio.is_real_dir(str(path)):
-            fileio.remove_tree(str(path), str(dest))
-        else:
-            fileio.remove_file(str(path))
-    except OSError as exc:
-        raise DnnbenchError(f"cannot clear {path}: {exc.strerror or exc}") from None
 
 
 def problems(path: Path) -> list[str]:
