@@ -31,14 +31,15 @@ checks=$(mktemp -d /tmp/dnnbench-checks.XXXXXX)
   phase "types (mypy, the host side)" bash scripts/typecheck.sh
   printf '%s\n' "${failed[@]}" >"$checks/failed" ) >"$checks/log" 2>&1 &
 checks_pid=$!
-# The tests in five streams at once, each one test at a time, selected by the marks that
+# The tests in six streams at once, each one test at a time, selected by the marks that
 # tests/conftest.py sets (and, for the short tests, by module name). The Slurm and engine
 # streams mostly wait on a job or a daemon, so the training and the short tests run beside them;
 # on a busy machine several streams also get a fairer share of the cores. Each stream has its own
 # folder (--basetemp); the base, images and .sif they share are made once, under a lock. Each
 # stream's output is printed whole once all have ended. An entry: NAME:MARKS[:FILES].
 SHORT="not training and not engine and not slurm_stream"
-STREAMS=("slurm:slurm_stream" "engine:engine and not slurm_stream"
+STREAMS=("slurm:slurm_stream" "rounds:rounds_stream"
+         "engine:engine and not slurm_stream and not rounds_stream"
          "training:training and not engine and not slurm_stream"
          "short-a:$SHORT:tests/test_[a-h]*.py" "short-b:$SHORT:tests/test_[i-z]*.py")
 streams() {

@@ -121,6 +121,7 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "slurm_cluster: runs on the namespace Slurm cluster (set by its fixture)")
     config.addinivalue_line("markers", "training: trains models on the CPU for seconds to minutes")
     config.addinivalue_line("markers", "slurm_stream: runs in scripts/test.sh's Slurm stream")
+    config.addinivalue_line("markers", "rounds_stream: runs in scripts/test.sh's rounds stream")
 
 
 # modules whose tests train models on the CPU for seconds to minutes each
@@ -128,13 +129,17 @@ _TRAINING = {"test_harness", "test_train", "test_bisect", "test_loaders", "test_
 # training modules whose tests (but the engine ones) run in the Slurm stream, whose own tests
 # mostly wait on Slurm: the streams then end at about the same time
 _IN_THE_SLURM_STREAM = {"test_loaders", "test_script_instrument"}
+# the fixtures of a list of real release images: the tests on them (bisect, watch) measure tens of
+# alternated runs each, half an hour in one stream, so they have a stream of their own
+_RELEASES = {"releases", "noisy_release"}
 
 
 @pytest.hookimpl(tryfirst=True)   # before -m selects by these marks
 def pytest_collection_modifyitems(config, items):
     """The marks scripts/test.sh's streams select by: `slurm_cluster` for the tests on the
     cluster, `engine` for every test that uses an engine fixture, `training` for the modules
-    that train, `slurm_stream` for what runs in the Slurm stream. Then the order: on a fresh
+    that train, `slurm_stream` for what runs in the Slurm stream, `rounds_stream` for the tests
+    on release images. Then the order: on a fresh
     machine the one .sif takes minutes to build, so the engine stream's .sif tests come first
     (it builds it at its start) and the Slurm stream's come last (by then it is there): no
     stream sits idle at the .sif's lock."""
@@ -149,6 +154,8 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.training)
         if "slurm_cluster" in fixtures or module in _IN_THE_SLURM_STREAM and not item.get_closest_marker("engine"):
             item.add_marker(pytest.mark.slurm_stream)
+        if fixtures & _RELEASES:
+            item.add_marker(pytest.mark.rounds_stream)
 
     def place(item) -> int:
         if "built_sif" not in getattr(item, "fixturenames", ()):
