@@ -1,11 +1,11 @@
 """`dnnbench bisect` over local releases with CPU hogs beside it, several tries: is each answer
 right or inconclusive, and how many runs did it take?
 
-Builds RELEASES images FROM --image (as tests/test_bisect.py does): each release's optimizer
-step sleeps 0.2 s, from --slow-from on 0.27 s (about a third slower: the release that changed a
-kernel); each has a label of its own. Starts --hogs busy-loop processes, runs the bisect --tries
-times (a fresh run id each), ends the hogs and removes the images. Prints per try: the answer,
-right / inconclusive / wrong, runs and seconds.
+Builds RELEASES images FROM --image (tests/releases.py, as tests/test_bisect.py does): each
+release's optimizer step sleeps 0.2 s, from --slow-from on 0.27 s (about a third slower: the
+release that changed a kernel); each has a label of its own. Starts --hogs busy-loop processes,
+runs the bisect --tries times (a fresh run id each), ends the hogs and removes the images. Prints
+per try: the answer, right / inconclusive / wrong, runs and seconds.
 
 Usage: python benchmarks/bisect_under_load.py --image dnnbench-wt-NAME:test [--releases 8]
            [--slow-from 6] [--tries 10] [--hogs 2] [--rounds 8] [--results /var/tmp/bisect-load]
@@ -21,29 +21,10 @@ import time
 import uuid
 from pathlib import Path
 
-STEP = '''import time
-import torch.optim
-def _slowed(cls):
-    _step = cls.step
-    def step(self, *args, **kwargs):
-        time.sleep({delay!r})
-        return _step(self, *args, **kwargs)
-    cls.step = step
-for _cls in (torch.optim.SGD, torch.optim.Adam):
-    _slowed(_cls)
-'''
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from tests.releases import series  # noqa: E402 - the tests' releases
+
 TINY = ["--batch-size", "1", "--warmup", "1", "--number", "1", "--repeat", "3", "--max-windows", "4"]
-
-
-def release(base: str, root: Path, name: str, delay: float, tag: str) -> str:
-    folder = root / name
-    (folder / "step").mkdir(parents=True)
-    (folder / "step" / "sitecustomize.py").write_text(STEP.format(delay=delay))
-    (folder / "Dockerfile").write_text(f"FROM {base}\nCOPY step/ /opt/step/\n"
-                                       f"ENV PYTHONPATH=/opt/step:${{PYTHONPATH}}\nLABEL release={name}\n")
-    ref = f"dnnbench-bench-bisect:{tag}-{name}"
-    subprocess.run(["docker", "build", "-q", "-t", ref, str(folder)], check=True, capture_output=True, timeout=900)
-    return ref
 
 
 def main() -> None:
@@ -56,10 +37,14 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=8)
     p.add_argument("--results", type=Path, default=Path("/var/tmp/bisect-load"))
     args = p.parse_args()
+    with tempfile.TemporaryDirectory() as tmp, \
+            series(args.image, Path(tmp), "r", args.releases, args.slow_from, [0.2], [0.27],
+                   repo="dnnbench-bench-bisect") as refs:
+        under_load(args, refs)
+
+
+def under_load(args, refs: list[str]) -> None:
     tag = uuid.uuid4().hex[:6]
-    with tempfile.TemporaryDirectory() as tmp:
-        refs = [release(args.image, Path(tmp), f"r{i}", 0.27 if i >= args.slow_from else 0.2, tag)
-                for i in range(1, args.releases + 1)]
     truth = refs[args.slow_from - 1]
     hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.hogs)]
     tally = {"right": 0, "inconclusive": 0, "wrong": 0}
@@ -91,7 +76,6 @@ def main() -> None:
     finally:
         for h in hogs:
             h.kill()
-        subprocess.run(["docker", "rmi", "-f", *refs], capture_output=True)
     print(f"{args.tries} tries beside {args.hogs} hogs: " + ", ".join(f"{v} {k}" for k, v in tally.items()))
 
 

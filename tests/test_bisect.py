@@ -7,13 +7,13 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
 
 import pytest
 
 from dnnbench.runs.bisect import image_list
 from dnnbench.errors import DnnbenchError
 from tests.helpers import dnnbench, one_line_error
+from tests.releases import release, remove, series
 
 pytestmark = pytest.mark.engine
 # Every release's optimizer step sleeps a fixed time, a slower release longer: a step of the tiny
@@ -21,19 +21,6 @@ pytestmark = pytest.mark.engine
 # busy 2-core machine) is small beside 0.2 s, and a regression to 2.2 s is one no load can hide
 # or imitate. (With resnet18's own 0.1-0.5 s step, a busy machine made good releases measure
 # several times slower than r1 and bisect named r2.)
-STEP = '''import time
-import torch.optim
-DELAYS, _calls = {delays!r}, [0]
-def _slowed(cls):
-    _step = cls.step
-    def step(self, *args, **kwargs):
-        _calls[0] += 1
-        time.sleep(DELAYS[_calls[0] % len(DELAYS)])
-        return _step(self, *args, **kwargs)
-    cls.step = step
-for _cls in (torch.optim.SGD, torch.optim.Adam):
-    _slowed(_cls)
-'''
 GOOD, SLOW = [0.2], [2.2]
 # a noisy release: steps alternate 0.2 s and 1.2 s, so its windows of one step alternate and its
 # throughput has no narrow CI however often it is measured; its mean step (0.7 s) sits near the
@@ -43,32 +30,18 @@ WORKLOAD = "vae"
 TINY = ["--batch-size", "1", "--warmup", "1", "--number", "1", "--repeat", "3", "--max-windows", "4"]
 
 
-def _release(built_image, root, name, delays):
-    """An image FROM the test image whose optimizer step sleeps `delays` in turn."""
-    folder = root / name
-    (folder / "step").mkdir(parents=True)
-    (folder / "step" / "sitecustomize.py").write_text(STEP.format(delays=delays))
-    (folder / "Dockerfile").write_text(f"FROM {built_image}\nCOPY step/ /opt/step/\n"
-                                       f"ENV PYTHONPATH=/opt/step:${{PYTHONPATH}}\nLABEL release={name}\n")
-    ref = f"dnnbench-test-bisect:{root.name[-8:]}-{uuid.uuid4().hex[:6]}-{name}"
-    subprocess.run(["docker", "build", "-q", "-t", ref, str(folder)], check=True, capture_output=True, timeout=600)
-    return ref
-
-
 @pytest.fixture(scope="module")
 def releases(built_image, tmp_path_factory):
     """r1..r8 in release order, each with a label of its own; r6, r7 and r8 are slower."""
-    root = tmp_path_factory.mktemp("releases")
-    made = [_release(built_image, root, f"r{i}", SLOW if i >= 6 else GOOD) for i in range(1, 9)]
-    yield made
-    subprocess.run(["docker", "rmi", "-f", *made], capture_output=True)
+    with series(built_image, tmp_path_factory.mktemp("releases"), "r", 8, 6, GOOD, SLOW) as made:
+        yield made
 
 
 @pytest.fixture(scope="module")
 def noisy_release(built_image, tmp_path_factory):
-    ref = _release(built_image, tmp_path_factory.mktemp("noisy"), "noisy", NOISY)
+    ref = release(built_image, tmp_path_factory.mktemp("noisy"), "noisy", NOISY)
     yield ref
-    subprocess.run(["docker", "rmi", "-f", ref], capture_output=True)
+    remove([ref])
 
 
 def test_a_noisy_midpoint_is_reported_inconclusive_not_guessed(releases, noisy_release, tmp_path):

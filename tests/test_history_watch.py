@@ -3,22 +3,20 @@ a slower optimizer step (as tests/test_bisect.py builds them), watched end to en
 from __future__ import annotations
 
 import json
-import subprocess
 
 import pytest
 
 from tests.helpers import dnnbench, one_line_error
-from tests.test_bisect import GOOD, SLOW, TINY, WORKLOAD, _release
+from tests.releases import series
+from tests.test_bisect import GOOD, SLOW, TINY, WORKLOAD
 
 pytestmark = pytest.mark.engine
 
 
 @pytest.fixture(scope="module")
 def releases(built_image, tmp_path_factory):
-    root = tmp_path_factory.mktemp("watched")
-    made = [_release(built_image, root, f"w{i}", SLOW if i >= 4 else GOOD) for i in range(1, 7)]
-    yield made
-    subprocess.run(["docker", "rmi", "-f", *made], capture_output=True)
+    with series(built_image, tmp_path_factory.mktemp("watched"), "w", 6, 4, GOOD, SLOW) as made:
+        yield made
 
 
 def test_watch_names_the_slower_release_records_each_once_and_resumes(releases, tmp_path, monkeypatch):

@@ -1,0 +1,54 @@
+"""Releases of one image, built by the real Docker engine: each an image FROM the test image whose
+optimizer step sleeps given times in turn, with a label of its own (an image that changed a kernel
+or a threading default, made slower on purpose). tests/test_bisect.py, tests/test_history_watch.py
+and benchmarks/bisect_under_load.py measure them."""
+from __future__ import annotations
+
+import subprocess
+import uuid
+from contextlib import contextmanager
+from pathlib import Path
+
+STEP = '''import time
+import torch.optim
+DELAYS, _calls = {delays!r}, [0]
+def _slowed(cls):
+    _step = cls.step
+    def step(self, *args, **kwargs):
+        _calls[0] += 1
+        time.sleep(DELAYS[_calls[0] % len(DELAYS)])
+        return _step(self, *args, **kwargs)
+    cls.step = step
+for _cls in (torch.optim.SGD, torch.optim.Adam):
+    _slowed(_cls)
+'''
+
+
+def release(base: str, root: Path, name: str, delays: list[float], repo: str = "dnnbench-test-bisect") -> str:
+    """An image FROM `base` whose optimizer step sleeps `delays` in turn; its reference."""
+    folder = root / name
+    (folder / "step").mkdir(parents=True)
+    (folder / "step" / "sitecustomize.py").write_text(STEP.format(delays=delays))
+    (folder / "Dockerfile").write_text(f"FROM {base}\nCOPY step/ /opt/step/\n"
+                                       f"ENV PYTHONPATH=/opt/step:${{PYTHONPATH}}\nLABEL release={name}\n")
+    ref = f"{repo}:{root.name[-8:]}-{uuid.uuid4().hex[:6]}-{name}"
+    subprocess.run(["docker", "build", "-q", "-t", ref, str(folder)], check=True, capture_output=True, timeout=900)
+    return ref
+
+
+def remove(refs: list[str]) -> None:
+    subprocess.run(["docker", "rmi", "-f", *refs], capture_output=True)
+
+
+@contextmanager
+def series(base: str, root: Path, prefix: str, count: int, slow_from: int, good: list[float],
+           slow: list[float], repo: str = "dnnbench-test-bisect"):
+    """PREFIX1..PREFIXcount in release order, from `slow_from` (1-based) on slower; removed
+    again on leaving, also the ones built before a build failed."""
+    made: list[str] = []
+    try:
+        for i in range(1, count + 1):
+            made.append(release(base, root, f"{prefix}{i}", slow if i >= slow_from else good, repo))
+        yield made
+    finally:
+        remove(made)
