@@ -18,15 +18,15 @@ Usage: python benchmarks/peer_ratio.py --peer ~/examples/imagenet/main.py --data
            [--kind examples] [--arch resnet18] [--batch-size 16] [--workers 2] [--rounds 8]
 (make the data with `dnnbench data fake imagenet --to FAKE_IMAGENET --size 224`)
 """
-import argparse
 import json
 import os
 import shlex
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
+
+import bench  # benchmarks/bench.py, beside this script
 
 
 def _rate(cmd, out, cwd):
@@ -55,16 +55,8 @@ def _voir_rate(cmd, cwd, batch, skip, timed):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--peer", required=True, help="the peer script (pytorch/examples imagenet/main.py)")
-    p.add_argument("--data", required=True, help="an ImageNet-layout folder (train/, val/)")
-    p.add_argument("--arch", default="resnet18")
-    p.add_argument("--batch-size", type=int, default=16)
-    p.add_argument("--workers", type=int, default=2)
-    p.add_argument("--warmup", type=int, default=5)
-    p.add_argument("--number", type=int, default=10)
-    p.add_argument("--repeat", type=int, default=2)
-    p.add_argument("--rounds", type=int, default=8)
+    p = bench.options(__doc__, [("peer", "the peer script (pytorch/examples imagenet/main.py)"), bench.DATA],
+                      arch="resnet18", batch_size=16, workers=2, warmup=5, number=10, repeat=2, rounds=8)
     p.add_argument("--kind", choices=("examples", "milabench", "milabench-voir"), default="examples")
     p.add_argument("--voir", default=shutil.which("voir") or "voir", help="voir's script (milabench-voir)")
     p.add_argument("--dnnbench-args", default="", help="options for the built-in side")
@@ -102,11 +94,10 @@ def main():
             ratios.append(got["dnnbench"] / got["peer"])
             print("round %d: dnnbench %.2f, peer %.2f images/s, ratio %.3f" % (
                 r + 1, got["dnnbench"], got["peer"], ratios[-1]), flush=True)
-    print("dnnbench%s / %s (%s): median %.3f (range %.3f-%.3f) over %d rounds; %s, batch %d, %d workers, "
+    print("dnnbench%s / %s (%s): %s over %d rounds; %s, batch %d, %d workers, "
           "%d warmup + %d x %d timed iterations" % (
               " " + a.dnnbench_args if a.dnnbench_args else "", os.path.basename(a.peer), a.kind,
-              statistics.median(ratios), min(ratios), max(ratios), a.rounds, a.arch, a.batch_size, a.workers,
-              a.warmup, a.repeat, a.number))
+              bench.spread(ratios), a.rounds, a.arch, a.batch_size, a.workers, a.warmup, a.repeat, a.number))
 
 
 if __name__ == "__main__":

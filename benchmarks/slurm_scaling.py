@@ -8,13 +8,13 @@ Usage: python benchmarks/slurm_scaling.py [--nodes 2] [--rounds 3] [--batch-size
 """
 from __future__ import annotations
 
-import argparse
 import json
-import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+import bench  # benchmarks/bench.py, beside this script
 
 
 def round_once(results: Path, i: int, a) -> dict:
@@ -30,13 +30,8 @@ def round_once(results: Path, i: int, a) -> dict:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--workload", default="resnet18")
-    p.add_argument("--nodes", type=int, default=2)
-    p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--batch-size", type=int, default=8)
-    p.add_argument("--number", type=int, default=5)
-    p.add_argument("--repeat", type=int, default=5)
+    p = bench.options(__doc__.splitlines()[0], workload="resnet18", nodes=2, rounds=3, batch_size=8, number=5,
+                      repeat=5)
     a = p.parse_args()
     effs = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -45,8 +40,8 @@ def main() -> None:
             effs.append(r["efficiency"])
             print(f"round {i + 1}: efficiency {r['efficiency']:.3f}  {a.nodes} nodes {r['total']:.2f}/s  "
                   f"one process {r['one']:.2f}/s  hosts {','.join(r['hosts'])}", flush=True)
-    print(f"{a.workload} batch {a.batch_size}, {a.nodes} nodes x 1 process: scaling efficiency median "
-          f"{statistics.median(effs):.3f} (range {min(effs):.3f}-{max(effs):.3f}, {a.rounds} rounds)")
+    print(f"{a.workload} batch {a.batch_size}, {a.nodes} nodes x 1 process: scaling efficiency "
+          f"{bench.spread(effs)}, {a.rounds} rounds")
 
 
 if __name__ == "__main__":

@@ -18,7 +18,6 @@ Usage: python benchmarks/tta_ratio.py --peer ~/examples/imagenet/main.py --data 
            [--image-size 32] [--batch-size 32] [--workers 0] [--target 90] [--rounds 5]
 (DIGITS: the UCI digits as ImageNet folders: python -c "from tests.digits import write_digits; ...")
 """
-import argparse
 import json
 import os
 import re
@@ -27,6 +26,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+import bench  # benchmarks/bench.py, beside this script
 
 EDITS = (   # (what main.py says, what the copy says)
     ("transforms.RandomResizedCrop(224)", "transforms.RandomResizedCrop({size})"),
@@ -91,21 +92,9 @@ def run_peer(a, script, seed, cwd):
     return {"tta": tta, "epochs": epochs, "wall": wall, "per_epoch": tta / epochs}
 
 
-def _summary(values):
-    return "median %.3f (range %.3f-%.3f)" % (statistics.median(values), min(values), max(values))
-
-
 def main():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--peer", required=True, help="pytorch/examples imagenet/main.py")
-    p.add_argument("--data", required=True, help="an ImageNet-layout folder (train/, val/)")
-    p.add_argument("--arch", default="resnet18")
-    p.add_argument("--image-size", type=int, default=32)
-    p.add_argument("--batch-size", type=int, default=32)
-    p.add_argument("--workers", type=int, default=0)
-    p.add_argument("--epochs", type=int, default=30)
-    p.add_argument("--target", type=float, default=90.0)
-    p.add_argument("--rounds", type=int, default=5)
+    p = bench.options(__doc__, [("peer", "pytorch/examples imagenet/main.py"), bench.DATA], arch="resnet18",
+                      image_size=32, batch_size=32, workers=0, epochs=30, target=90.0, rounds=5)
     a = p.parse_args()
     train_dir = os.path.join(a.data, "train")
     images = sum(len(files) for _, _, files in os.walk(train_dir))
@@ -132,10 +121,10 @@ def main():
                       q["per_epoch"], q["wall"]), flush=True)
     print("peer / dnnbench (above 1: dnnbench faster), %d rounds, %s, %d px, batch %d, %d workers, top-1 %g %%:"
           % (a.rounds, a.arch, a.image_size, a.batch_size, a.workers, a.target))
-    print("  time to target: %s" % _summary(tta))
-    print("  time per epoch on the clock (training + evaluation): %s" % _summary(per_epoch))
+    print("  time to target: %s" % bench.spread(tta))
+    print("  time per epoch on the clock (training + evaluation): %s" % bench.spread(per_epoch))
     if ckpt:
-        print("  dnnbench's checkpoint per epoch: %s %% of the epoch" % _summary([100 * c for c in ckpt]))
+        print("  dnnbench's checkpoint per epoch: %s %% of the epoch" % bench.spread([100 * c for c in ckpt]))
 
 
 if __name__ == "__main__":
