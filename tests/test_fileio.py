@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 import socket
 import stat
+import tempfile
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
@@ -44,13 +46,18 @@ def plant(path, kind, victim):
 
 
 @pytest.fixture
-def where(tmp_path):
+def planted(tmp_path):
+    """`planted(kind)`: a path made a `kind`, in a folder of its own (hypothesis's examples share
+    the fixture), and the regular file outside that links point at."""
     victim = tmp_path / "outside" / "victim.txt"
     victim.parent.mkdir()
     victim.write_bytes(b"victim")
-    box = tmp_path / "box"
-    box.mkdir()
-    return box, victim
+
+    def make(kind):
+        path = Path(tempfile.mkdtemp(dir=tmp_path)) / "f"
+        plant(path, kind, victim)
+        return path, victim
+    return make
 
 
 SETTINGS = settings(max_examples=60, deadline=None, derandomize=True,
@@ -58,13 +65,9 @@ SETTINGS = settings(max_examples=60, deadline=None, derandomize=True,
 
 
 @SETTINGS
-@given(kind=st.sampled_from(KINDS), n=st.integers(0, 10**6))
-def test_read_is_regular_bounded_and_never_blocks(where, kind, n):
-    box, victim = where
-    path = box / f"f{n}"
-    if path.exists() or path.is_symlink():
-        return
-    plant(path, kind, victim)
+@given(kind=st.sampled_from(KINDS))
+def test_read_is_regular_bounded_and_never_blocks(planted, kind):
+    path, victim = planted(kind)
     if kind in ("regular", "empty"):
         assert fileio.read_bytes(path, 1024) == (b"old" if kind == "regular" else b"")
     elif kind == "missing":
@@ -78,14 +81,10 @@ def test_read_is_regular_bounded_and_never_blocks(where, kind, n):
 
 
 @SETTINGS
-@given(kind=st.sampled_from(KINDS), payload=st.dictionaries(st.text(max_size=5), st.floats() | st.integers()),
-       n=st.integers(0, 10**6))
-def test_atomic_write_replaces_files_and_links_never_through_them(where, kind, payload, n):
-    box, victim = where
-    path = box / f"f{n}"
-    if path.exists() or path.is_symlink():
-        return
-    plant(path, kind, victim)
+@given(kind=st.sampled_from(KINDS), payload=st.dictionaries(st.text(max_size=5), st.floats() | st.integers()))
+def test_atomic_write_replaces_files_and_links_never_through_them(planted, kind, payload):
+    path, victim = planted(kind)
+    box = path.parent
     before = sorted(os.listdir(box))
     if kind in ("fifo", "folder", "char-device", "socket"):
         with pytest.raises(fileio.NotRegularFile):
@@ -100,13 +99,9 @@ def test_atomic_write_replaces_files_and_links_never_through_them(where, kind, p
 
 
 @SETTINGS
-@given(kind=st.sampled_from(KINDS), n=st.integers(0, 10**6))
-def test_append_and_lock_files_refuse_links_and_special_files(where, kind, n):
-    box, victim = where
-    path = box / f"f{n}"
-    if path.exists() or path.is_symlink():
-        return
-    plant(path, kind, victim)
+@given(kind=st.sampled_from(KINDS))
+def test_append_and_lock_files_refuse_links_and_special_files(planted, kind):
+    path, victim = planted(kind)
     if kind in ("missing", "regular", "empty", "huge"):
         with fileio.open_append(path) as fh:
             fh.write("line\n")
