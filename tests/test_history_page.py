@@ -2,13 +2,11 @@
 tests/test_report_page.py does for the report) and check that every series is drawn."""
 from __future__ import annotations
 
-import re
-
 import pytest
 
+from tests.browser import probe, screenshot
 from tests.helpers import dnnbench
 from tests.history_results import write
-from tests.test_report_page import chromium
 
 PROBE = """<script>
 window.addEventListener("load", () => {
@@ -38,17 +36,9 @@ def page(tmp_path, monkeypatch):
 def test_the_history_page_plots_each_series_and_lists_each_result(page, tmp_path):
     text = page.read_text(encoding="utf-8")
     assert "<script>alert(1)</script>" not in text and "&lt;script&gt;alert(1)&lt;/script&gt;-bs1" in text
-    probed = tmp_path / "probed.html"
-    probed.write_text(text.replace("</body>", PROBE + "</body>"), encoding="utf-8")
-    res = chromium("--dump-dom", probed.as_uri(), tmp_path=tmp_path)
-    title = re.search(r"<title>(.*?)</title>", res.stdout)
-    assert title, res.stderr[-2000:]
-    counts = dict(re.findall(r"(\w+)=(\d+)", title.group(1)))
-    assert counts == {"plots": "2", "points": "12", "drawn": "12", "rows": "13"}, title.group(1)
+    counts = probe(text, PROBE, tmp_path)
+    assert counts == {"plots": "2", "points": "12", "drawn": "12", "rows": "13"}, counts
 
 
 def test_the_history_page_renders_without_console_errors(page, tmp_path):
-    shot = tmp_path / "page.png"
-    res = chromium(f"--screenshot={shot}", "--window-size=1000,1200", page.as_uri(), tmp_path=tmp_path)
-    assert shot.exists(), res.stderr[-2000:]
-    assert "CONSOLE" not in res.stderr, [line for line in res.stderr.splitlines() if "CONSOLE" in line]
+    screenshot(page, 1000, 1200, tmp_path)
