@@ -497,16 +497,22 @@ def train_step(workload, model, optimizer, scaler, device, amp):
     def step(batch):
         with compat.autocast(device, amp):
             loss = workload.loss(model, batch)
-        if scaler is not None:
-            scaler.scale(loss).backward()
-            scaler.step(optimizer)
-            scaler.update()
-        else:
-            loss.backward()
-            optimizer.step()
+        backward_step(loss, optimizer, scaler)
         optimizer.zero_grad(set_to_none=True)
         return loss.detach()
     return step
+
+
+def backward_step(loss, optimizer, scaler):
+    """The backward pass and the optimizer's step, through fp16's loss scaler where there is one
+    (the benchmark's step and the training loop's)."""
+    if scaler is not None:
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+    else:
+        loss.backward()
+        optimizer.step()
 
 
 def _profiler(args, device, rank=0):

@@ -387,6 +387,7 @@ class _Training(object):
         """The steps of one epoch (from where a resume left off) as one window: (exit code, None)
         when a signal stopped it or the loss went NaN, else (None, the epoch's mean loss)."""
         from . import compat, progress
+        from .harness import backward_step
         args, task, opt, scaler, epoch = self.args, self.task, self.opt, self.scaler, self.epoch
         for group in opt.param_groups:
             group["lr"] = task.lr_at(epoch)
@@ -402,13 +403,7 @@ class _Training(object):
             with compat.autocast(self.device, self.amp):
                 loss, n = task.loss(self.ddp, batch)
             opt.zero_grad(set_to_none=True)
-            if scaler is not None:
-                scaler.scale(loss).backward()
-                scaler.step(opt)
-                scaler.update()
-            else:
-                loss.backward()
-                opt.step()
+            backward_step(loss, opt, scaler)
             losses.append(loss.detach())
             items += n
             if _stop_here(stopper, self.dist, self.device, s):

@@ -33,3 +33,16 @@ def clear(path: Path, dest: Path) -> None:
             fileio.remove_file(str(path))
     except OSError as exc:
         raise DnnbenchError(f"cannot clear {path}: {exc.strerror or exc}") from None
+
+
+def marker(path: Path) -> dict | None:
+    """What the done marker at `path` records (the sources it was made from, the counts), None
+    where there is no marker; {} for one that does not parse or that someone else wrote (the
+    dataset is then prepared again)."""
+    if not fileio.is_regular(str(path)):
+        return None
+    try:
+        done = fileio.read_json(str(path), max_bytes=1 << 20)
+    except (ValueError, RecursionError, OSError):
+        return {}
+    return done if isinstance(done, dict) else {}

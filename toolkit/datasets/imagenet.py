@@ -75,13 +75,8 @@ def _refuse_overlap(src: Path, dest: Path) -> None:
 def _prepare(src: Path, dest: Path, val_map: Path | None, workers: int | None) -> None:
     fingerprint = _fingerprint(src, val_map)
     marker = dest / MARKER
-    if fileio.is_regular(str(marker)):
-        try:
-            done = fileio.read_json(str(marker), max_bytes=1 << 20)
-        except (ValueError, RecursionError, OSError):
-            done = {}
-        if not isinstance(done, dict):   # a marker someone else wrote: prepare again
-            done = {}
+    done = folder.marker(marker)
+    if done is not None:
         if done.get("sources") == fingerprint:
             info(f"{dest}: already prepared from {src} ({done.get('classes')} classes, "
                  f"{done.get('train_images')} train / {done.get('val_images')} val images); nothing to do")

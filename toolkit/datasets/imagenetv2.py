@@ -66,14 +66,10 @@ def _prepare(src: Path, dest: Path, wnids: list[str]) -> None:
     st = os.stat(src)
     fingerprint = {"archive": str(names.real(src)), "size": st.st_size, "mtime": int(st.st_mtime)}
     marker = dest / MARKER
-    if fileio.is_regular(str(marker)):
-        try:
-            done = fileio.read_json(str(marker), max_bytes=1 << 16)
-        except (ValueError, RecursionError, OSError):
-            done = {}
-        if isinstance(done, dict) and done.get("sources") == fingerprint and (dest / "val").is_dir():
-            info(f"{dest}: already prepared from {src} ({done.get('images')} images); nothing to do")
-            return
+    done = folder.marker(marker) or {}
+    if done.get("sources") == fingerprint and (dest / "val").is_dir():
+        info(f"{dest}: already prepared from {src} ({done.get('images')} images); nothing to do")
+        return
     partial = dest / PARTIAL
     for stale in (partial, dest / "val"):
         if os.path.lexists(stale):
