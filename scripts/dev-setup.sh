@@ -4,12 +4,8 @@
 # and the locally built base image the engine tests and the quickstart share.
 # Idempotent and cached: a second run takes seconds.
 set -euo pipefail
+. "$(dirname "$0")/as-root.sh" "$@"
 cd "$(dirname "$0")/.."
-# Root is needed (apt, dockerd, debootstrap): a user with sudo gets it through sudo.
-if [ "$(id -u)" != 0 ]; then
-  command -v sudo >/dev/null || { echo "$(basename "$0"): run as root (sudo is not installed)" >&2; exit 1; }
-  exec sudo -E bash "$0" "$@"
-fi
 log() { printf '[dev-setup] %s\n' "$*"; }
 
 bash scripts/setup-engines.sh

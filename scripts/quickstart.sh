@@ -3,12 +3,8 @@
 # engines + .venv + a locally built base, `dnnbench build` of its image, a fake ImageNet of
 # real JPEGs, `dnnbench run resnet18` on it in a container, and the result table.
 set -euo pipefail
+. "$(dirname "$0")/as-root.sh" "$@"
 cd "$(dirname "$0")/.."
-# Root is needed (apt, dockerd, debootstrap): a user with sudo gets it through sudo.
-if [ "$(id -u)" != 0 ]; then
-  command -v sudo >/dev/null || { echo "$(basename "$0"): run as root (sudo is not installed)" >&2; exit 1; }
-  exec sudo -E bash "$0" "$@"
-fi
 bash scripts/dev-setup.sh
 export PATH="$PWD/.venv/bin:$PATH"
 BASE=local:${DNNBENCH_TEST_BASE:-$(cat scripts/test-base.tag)}

@@ -5,12 +5,8 @@
 # then run a second time beside a CPU hog, one busy process per core: the check that they hold
 # on a busy machine (CI itself is run beside CPU hogs, so it is not repeated there).
 set -euo pipefail
+. "$(dirname "$0")/as-root.sh" "$@"
 cd "$(dirname "$0")/.."
-# Root is needed (apt, dockerd, debootstrap): a user with sudo gets it through sudo.
-if [ "$(id -u)" != 0 ]; then
-  command -v sudo >/dev/null || { echo "$(basename "$0"): run as root (sudo is not installed)" >&2; exit 1; }
-  exec sudo -E bash "$0" "$@"
-fi
 bash scripts/dev-setup.sh
 export PATH="$PWD/.venv/bin:$PATH"   # hadolint, vermin, dnnbench from the venv
 if [ $# -gt 0 ]; then
