@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 import sys
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from dnnbench import profilers
 from dnnbench.profilers import common, ncu, nsys, nvprof, rocprof, torch_trace
-from dnnbench.workloads import profile as launcher
+from dnnbench.workloads import known_lines, profile as launcher
 from dnnbench.workloads import telemetry
 
 from tests.helpers import dnnbench, one_line_error
@@ -188,8 +190,14 @@ def test_rocprof_stats():
 # --- a real torch.profiler run on the CPU ------------------------------------------------
 
 def test_torch_profile_of_a_real_run_and_profile_show(tmp_path):
-    dnnbench("run", "resnet18", "--runtime", "host", "--profile", "torch", "--batch-size", "2", "--number", "2",
-             "--repeat", "1", "--warmup", "1", "--results", tmp_path, "--run-id", "t", "--quiet", check=0)
+    run = dnnbench("run", "resnet18", "--runtime", "host", "--profile", "torch", "--batch-size", "2", "--number",
+                   "2", "--repeat", "1", "--warmup", "1", "--results", tmp_path, "--run-id", "t", check=0)
+    # libkineto's known-harmless lines on a CPU run (no GPU found; the trace's start and stop) are
+    # on neither the screen nor the log, and the run's own lines are, in order
+    log = (tmp_path / "t" / "log.txt").read_text()
+    for text in (run.stdout + run.stderr, log):
+        assert "gpuGetDeviceCount" not in text and "USDT:" not in text, text
+        assert re.search(r"warmup done in .*\n.*window 1/1 .*\n.*images/s \(sum of items", text), text
     data = json.loads((tmp_path / "t" / "result.json").read_text())
     top = data["profile"]["torch"]["kernels"]
     assert data["profile"]["torch"]["of"] == "CPU ops (self time)"
@@ -601,3 +609,63 @@ def test_the_sampler_runs_on_a_cpu_with_a_fake_nvml(tmp_path, monkeypatch):
     assert summary["median_utilization_pct"] == 97 and summary["median_memory_used_mib"] == 1024
     assert summary["max_sm_clock_mhz"] == 1980 and summary["energy_j"] > 0
     assert summary["throttle_power_share"] == 1.0
+
+
+# --- known-harmless lines of C++ libraries, dropped from fd 2 (workloads/known_lines.py) --------
+USDT = b"USDT:2026-11-27 14:29:32 11488:11488 SyncActivityProfilerHandler.cpp:39] profiler_start\n"
+NO_GPU = b"ERROR:2026-11-27 14:29:32 11488:11488 DeviceProperties.cpp:56] gpuGetDeviceCount failed with code 35\n"
+OTHER = st.sampled_from([b"[resnet18] window 1/4  0.3 images/s\n", b"ERROR: a real one\n", b"USDT:", b"ERR",
+                         b"progress 50%\r", b"x" * 700, b"\n", USDT[:-1] + b" and more\n", b"E\xff\x00\n"])
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(pieces=st.lists(st.sampled_from([USDT, NO_GPU]) | OTHER, max_size=12), cuts=st.lists(st.integers(0, 4000)),
+       cpu=st.booleans())
+def test_the_filter_drops_exactly_the_known_whole_lines_however_the_bytes_arrive(pieces, cuts, cpu):
+    data = b"".join(pieces)
+    # the same bytes by lines: a known line is one that starts at a line's start and ends it
+    lines = re.split(b"(?<=\n)", data)
+    dropped = {USDT, NO_GPU} if cpu else {USDT}
+    want = b"".join(line for line in lines if line not in dropped)
+    filt = known_lines.Filter(known_lines.patterns(cpu))
+    bounds = sorted({0, len(data), *(c for c in cuts if c < len(data))})
+    got = b"".join(filt.feed(data[a:b])[0] for a, b in zip(bounds, bounds[1:])) + filt.flush()
+    assert got == want
+
+
+def test_the_filter_passes_a_partial_line_at_once_unless_it_may_become_a_known_one():
+    filt = known_lines.Filter(known_lines.patterns(True))
+    assert filt.feed(b"progress 10%\r")[0] == b"progress 10%\r"     # progress is never held back
+    assert filt.feed(b"progress 20%\n")[0] == b"progress 20%\n"
+    assert filt.feed(b"USDT:2026")[0] == b""
+    assert filt.feed(b" more of a line we do not know\n")[0] == b"USDT:2026 more of a line we do not know\n"
+
+
+DROPPED_RUN = """
+import os, sys
+from dnnbench.workloads import known_lines
+before = os.fstat(2)
+sys.stderr.write("first\\n")
+with known_lines.Dropped(cpu=True):
+    sys.stderr.write("second\\n")
+    sys.stderr.flush()
+    os.write(2, %r)           # as libkineto writes: straight to fd 2, from C
+    pid = os.fork()           # a child forked meanwhile keeps the pipe: its lines still pass
+    if pid == 0:
+        os.write(2, b"child\\n" + %r)
+        os._exit(0)
+    os.waitpid(pid, 0)
+    print("third", file=sys.stderr, flush=True)
+    os.write(2, b"no newline yet, ")
+after = os.fstat(2)
+sys.stderr.write("fourth\\n")
+print((before.st_dev, before.st_ino) == (after.st_dev, after.st_ino))
+"""
+
+
+def test_dropped_restores_fd_2_and_keeps_every_other_line_in_order(tmp_path):
+    res = subprocess.run([sys.executable, "-c", DROPPED_RUN % (USDT + NO_GPU, NO_GPU + USDT)], capture_output=True,
+                         timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == b"True\n"
+    assert res.stderr == b"first\nsecond\nchild\nthird\nno newline yet, fourth\n"

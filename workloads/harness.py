@@ -530,21 +530,28 @@ def _profiler(args, device, rank=0):
     if args.profile_window == "torch":
         from torch.profiler import ProfilerActivity, profile
 
+        from . import known_lines
+
         acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
         suffix = "-rank%d" % rank if rank else ""     # every rank traces; rank 0's is the one summarized
         trace = os.path.join(args.results, "torch-trace%s.json" % suffix)
 
         class TorchRange(object):
             def __enter__(self):
+                # libkineto's known-harmless lines (fd 2, from C++) kept off the screen and log
+                self.quiet = known_lines.Dropped(cpu=device != "cuda").__enter__()
                 self.prof = profile(activities=acts, record_shapes=False)
                 self.prof.__enter__()
 
             def __exit__(self, *exc):
-                self.prof.__exit__(None, None, None)
-                os.makedirs(args.results, exist_ok=True)
-                self.prof.export_chrome_trace(trace)
-                key = "self_cuda_time_total" if device == "cuda" else "self_cpu_time_total"
-                fileio.write_atomic_text(os.path.join(args.results, "torch-ops%s.txt" % suffix),
-                                         self.prof.key_averages().table(sort_by=key, row_limit=30))
+                try:
+                    self.prof.__exit__(None, None, None)
+                    os.makedirs(args.results, exist_ok=True)
+                    self.prof.export_chrome_trace(trace)
+                    key = "self_cuda_time_total" if device == "cuda" else "self_cpu_time_total"
+                    fileio.write_atomic_text(os.path.join(args.results, "torch-ops%s.txt" % suffix),
+                                             self.prof.key_averages().table(sort_by=key, row_limit=30))
+                finally:
+                    self.quiet.__exit__(None, None, None)
         return TorchRange()
     return None
