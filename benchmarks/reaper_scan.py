@@ -11,7 +11,7 @@ import subprocess
 import sys
 import time
 
-from dnnbench.containers.engines.reaper import Descendants, adopt_orphans
+from dnnbench.containers.engines.reaper import Descendants, own_orphans
 
 
 def main():
@@ -19,10 +19,9 @@ def main():
     p.add_argument("--children", type=int, default=20)
     p.add_argument("--scans", type=int, default=200)
     args = p.parse_args()
-    adopt_orphans()
     code = ("import subprocess, sys, time; ps = [subprocess.Popen([sys.executable, '-c', 'import time; "
             "time.sleep(600)']) for _ in range(%d)]; time.sleep(600)" % args.children)
-    root = subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
+    root = subprocess.Popen([sys.executable, "-c", code], start_new_session=True, preexec_fn=own_orphans)
     try:
         time.sleep(2.0)
         tree = Descendants(root.pid)

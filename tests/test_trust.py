@@ -81,10 +81,9 @@ def test_a_scripts_daemon_does_not_outlive_a_host_run(tmp_path, clear):
 def test_descendants_end_a_setsid_grandchild_on_either_way_of_reading_proc(tmp_path, monkeypatch, children_files):
     from dnnbench.containers.engines import reaper
     monkeypatch.setattr(reaper, "_CHILDREN_FILES", children_files and reaper._CHILDREN_FILES)
-    assert reaper.adopt_orphans()
     pidfile = tmp_path / "daemon.pid"
     code = DAEMON.format(pidfile=str(pidfile), clear="os.environ.clear()", tail="time.sleep(600)")
-    root = subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
+    root = subprocess.Popen([sys.executable, "-c", code], start_new_session=True, preexec_fn=reaper.own_orphans)
     tree = reaper.Descendants(root.pid)
     try:
         assert _wait_file(pidfile)

@@ -77,11 +77,10 @@ class ProcessJob:
         """Nothing to make before the process starts."""
 
     def start(self) -> None:
-        reaper.adopt_orphans()    # a daemon the run starts comes to us, not to init (see reaper)
-        try:
+        try:   # a daemon the run starts stays below its first process, not ours or init's (see reaper)
             self.proc = subprocess.Popen(self.argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL, env=self.env, cwd=self.cwd,
-                                         start_new_session=True)
+                                         start_new_session=True, preexec_fn=reaper.own_orphans)
         except OSError as exc:
             raise DnnbenchError(f"cannot start {self.argv[0]}: {exc.strerror or exc}") from None
         token = (self.env or {}).get(TOKEN_ENV)

@@ -1,13 +1,15 @@
 """Every process a run starts ends with it, daemons included (host runtime and Apptainer, whose
-processes are ours; a container's end with its PID namespace).
+processes are ours; a container's end with its PID namespace), and nothing else does.
 
 Killing the run's process group misses a daemon: a double fork and `setsid` leave the group and
-the session, and the kernel hands the orphan to init. So dnnbench makes itself the child
-subreaper (prctl PR_SET_CHILD_SUBREAPER, Linux 3.4+): orphans below it come to it instead. A
-`Descendants` follows one run's process tree while it runs (once a second, from the job's wait)
-and, when the run ends, kills whatever is left of it and reaps it: the processes it saw below the
-run, and the orphans handed to dnnbench that are the run's (in its session, carrying its token,
-or, with one run going, any that left dnnbench's session after the run started).
+the session, and the kernel hands the orphan to the nearest subreaper, or init. So the run's first
+process is made the child subreaper of its own tree (prctl PR_SET_CHILD_SUBREAPER, Linux 3.4+, in
+the child before exec, which keeps it): the run's orphans stay below it. dnnbench itself adopts
+nothing, so the orphans of what else it or its caller starts (another run, a daemon started on
+purpose) are never taken for the run's. A `Descendants` follows one run's tree while it runs
+(once a second, from the job's wait) and, when the run ends, kills and reaps what is left of it:
+the processes it saw below the run, and those anywhere that carry the run's token or are in its
+session (a daemon whose parent ended between two looks).
 """
 from __future__ import annotations
 
@@ -20,21 +22,21 @@ import time
 from typing import Callable
 
 PR_SET_CHILD_SUBREAPER = 36
-_adopting: bool | None = None
 _active: set[int] = set()          # the roots of the runs being followed in this process
 _lock = threading.Lock()
+_prctl: Callable[..., int] | None
+try:   # bound before any fork: the child only makes the call
+    _prctl = ctypes.CDLL(None, use_errno=True).prctl
+except (OSError, AttributeError):
+    _prctl = None
 
 
-def adopt_orphans() -> bool:
-    """Make this process the subreaper of what it starts (once; False where the kernel cannot)."""
-    global _adopting
-    if _adopting is None:
-        try:
-            libc = ctypes.CDLL(None, use_errno=True)
-            _adopting = libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
-        except (OSError, AttributeError):
-            _adopting = False
-    return _adopting
+def own_orphans() -> None:
+    """Popen's preexec_fn for a run's first process: it becomes the subreaper of its own tree
+    (the setting survives exec), so what the run double-forks stays below it. A kernel without
+    it leaves the process as it is."""
+    if _prctl is not None:
+        _prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
 
 def _stat(pid: int) -> tuple[int, str, int, str] | None:
@@ -107,29 +109,24 @@ class Descendants:
         with _lock:
             _active.add(root)
 
-    def _ours(self, pid: int, st: tuple[int, str, int, str], view: _View) -> bool:
-        """Whether an orphan handed to dnnbench belongs to this run."""
-        if st[2] == self.root:                # still in the run's session
-            return True
-        if self.carries_token is not None and self.carries_token(pid):
-            return True
-        me = view.stat(os.getpid())
-        with _lock:
-            alone = _active == {self.root}
-        # one run going: a process started after the run that left dnnbench's own session is that
-        # run's daemon (what dnnbench itself starts stays in its session, or is a run's first process)
-        later = self.root_start is not None and int(st[3]) >= int(self.root_start)
-        return alone and later and me is not None and st[2] != me[2] and pid not in _active
+    def _strays(self) -> list[int]:
+        """The run's processes outside its tree: anywhere, started since the run, in its session
+        or carrying its token (one whose parent ended before a look saw it below the run)."""
+        out = []
+        for pid, st in _table().items():
+            if pid in self.seen or pid == os.getpid() or pid in _active or self.root_start is None:
+                continue
+            if int(st[3]) >= int(self.root_start) and (
+                    st[2] == self.root or (self.carries_token is not None and self.carries_token(pid))):
+                out.append(pid)
+        return out
 
-    def scan(self) -> None:
-        """Note every living process below the run, and the orphans of the run handed to us."""
+    def scan(self, strays: bool = False) -> None:
+        """Note every living process below the run (and, with `strays`, the run's processes
+        outside its tree)."""
         view = _View()
         alive = [p for p, start in self.seen.items() if (view.stat(p) or (0, "", 0, None))[3] == start]
-        todo = [self.root] + alive
-        for p in view.children(os.getpid()):
-            st = view.stat(p)
-            if st and p != self.root and p not in self.seen and p not in _active and self._ours(p, st, view):
-                todo.append(p)
+        todo = [self.root] + alive + (self._strays() if strays else [])
         while todo:
             pid = todo.pop()
             st = view.stat(pid)
@@ -139,12 +136,12 @@ class Descendants:
                 todo += [c for c in view.children(pid) if c not in self.seen]
 
     def end(self, seconds: float = 10.0) -> list[int]:
-        """SIGKILL what is left of the run and reap what comes to us; the pids it killed."""
+        """SIGKILL what is left of the run and reap those that are our children; the pids it killed."""
         killed: list[int] = []
         deadline = time.monotonic() + seconds
         try:
             while time.monotonic() < deadline:
-                self.scan()
+                self.scan(strays=True)
                 left = []
                 for pid, start in list(self.seen.items()):
                     st = _stat(pid)
