@@ -13,35 +13,7 @@ import time
 import pytest
 
 from dnnbench.containers.engines.process import TOKEN_ENV, ProcessJob
-
-# a double fork and setsid: the daemon leaves its starter's group and session; {clear} may drop
-# its environment (and with it a run's token); then its starter does {then}
-DAEMON = """
-import os, sys, time
-if os.fork() == 0:
-    os.setsid()
-    if os.fork() == 0:
-        {clear}
-        with open({pidfile!r} + ".tmp", "w") as fh:
-            fh.write(str(os.getpid()))
-        os.rename({pidfile!r} + ".tmp", {pidfile!r})
-        while True:
-            time.sleep(1)
-    os._exit(0)
-os.wait()
-while not os.path.exists({pidfile!r}):
-    time.sleep(0.05)
-{then}
-"""
-
-
-def _alive(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-    except OSError:
-        return False
-
+from tests.test_trust import DAEMON, _alive   # a double fork and setsid: {clear}, then {tail}
 
 def _pid(path, seconds=60.0):
     deadline = time.monotonic() + seconds
@@ -76,7 +48,7 @@ def test_a_daemon_started_beside_a_run_outlives_the_runs_end(tmp_path, daemons):
     while a run goes: it is not the run's, and the run's end leaves it running."""
     job = _run("import time; time.sleep(600)", "t" * 32)
     other = tmp_path / "other.pid"
-    subprocess.run([sys.executable, "-c", DAEMON.format(pidfile=str(other), clear="", then="")], check=True,
+    subprocess.run([sys.executable, "-c", DAEMON.format(pidfile=str(other), clear="", tail="")], check=True,
                    start_new_session=True, timeout=60)
     daemons.append(_pid(other))
     assert job.wait(1.0) is None        # the run still going: it was looked at
@@ -84,13 +56,13 @@ def test_a_daemon_started_beside_a_run_outlives_the_runs_end(tmp_path, daemons):
     assert _alive(daemons[0]) and daemons[0] not in left, left
 
 
-@pytest.mark.parametrize("clear, then", [
+@pytest.mark.parametrize("clear, tail", [
     ("", ""),                                     # its first process ends at once: the token finds it
     ("os.environ.clear()", "time.sleep(3)"),      # no token: seen below the run's first process
 ], ids=["root-ends-at-once", "daemon-without-env"])
-def test_a_runs_daemon_ends_with_the_run(tmp_path, daemons, clear, then):
+def test_a_runs_daemon_ends_with_the_run(tmp_path, daemons, clear, tail):
     pidfile = tmp_path / "daemon.pid"
-    job = _run(DAEMON.format(pidfile=str(pidfile), clear=clear, then=then), "r" * 32)
+    job = _run(DAEMON.format(pidfile=str(pidfile), clear=clear, tail=tail), "r" * 32)
     daemons.append(_pid(pidfile))
     while job.wait(0.5) is None:          # the supervisor's looks while the run goes
         pass
@@ -101,8 +73,8 @@ def test_a_runs_daemon_ends_with_the_run(tmp_path, daemons, clear, then):
 
 def test_one_runs_end_leaves_another_runs_daemon(tmp_path, daemons):
     a, b = tmp_path / "a.pid", tmp_path / "b.pid"
-    run_a = _run(DAEMON.format(pidfile=str(a), clear="", then="time.sleep(600)"), "a" * 32)
-    run_b = _run(DAEMON.format(pidfile=str(b), clear="", then="time.sleep(600)"), "b" * 32)
+    run_a = _run(DAEMON.format(pidfile=str(a), clear="", tail="time.sleep(600)"), "a" * 32)
+    run_b = _run(DAEMON.format(pidfile=str(b), clear="", tail="time.sleep(600)"), "b" * 32)
     daemons += [_pid(a), _pid(b)]
     run_a.wait(0.5)
     run_b.wait(0.5)
