@@ -67,6 +67,8 @@ def _steps(folder):
     return {p.parent.name: json.loads(p.read_text())["status"] for p in folder.glob("*/result.json")}
 
 
+# about 10 min on a quiet 2-core machine, 30-50 min at a load of 14 (CI beside four other sessions)
+@pytest.mark.timeout(3600)
 def test_bisect_finds_the_first_slower_release_in_log2_steps_resumes_and_tables_it(releases, tmp_path):
     args = ["bisect", WORKLOAD, "--images", ",".join(releases), "--results", tmp_path, "--run-id", "b",
             "--tolerance", "0.1", "--rounds", "3", *TINY]

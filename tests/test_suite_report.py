@@ -33,7 +33,7 @@ def suite_results(built_image, tmp_path_factory):
     root = tmp_path_factory.mktemp("suite")
     path = root / "smoke.yaml"
     path.write_text(SUITE.format(image=built_image))
-    res = dnnbench("suite", "run", path, "--results", root / "results")
+    res = dnnbench("suite", "run", path, "--results", root / "results", timeout=1500)   # 1 min when quiet
     assert res.returncode == 1, res.stderr          # the timed-out job is a recorded failure
     assert "slow-bs2/r1: timeout" in res.stderr and "5 ok, 1 failed" in res.stderr
     return path, root / "results" / "smoke"
