@@ -17,7 +17,8 @@ log space: windows that follow each other share the load of their moment). Load 
 
 Rules:
   windows    today's compare-images (one run each, B after A): B/A with the CI from the two
-             runs' windows (numbers.ratio), compare_verdict
+             runs' windows (window_ratio), window_verdict: main's rule before the rounds, kept
+             here only to replay it
   windows-3r today's opt-in --rounds 3: A B, B A, A B, each image's runs pooled as report pools
              a job's runs (the wider of the runs' and the windows' CIs), then the same verdict
   rounds     the new rule (results/rounds.py): per-round paired log-ratios, a t interval over
@@ -45,6 +46,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from dnnbench.results import numbers, rounds  # noqa: E402
+from dnnbench.workloads import stats  # noqa: E402
 
 RATIOS = (0.67, 0.95, 1.0, 1.05)
 PATTERNS = ("quiet", "step", "ramp", "bursts", "two-hogs")
@@ -113,9 +115,33 @@ def run(machine, clock: list, work: float, tolerance: float) -> dict:
     return {"status": "ok", "windows": windows, "world_size": 1}
 
 
+def window_ratio(a: dict, b: dict) -> dict:
+    """The old rule's B/A of two headlines with a 95 % CI from their windows (relative standard
+    errors added in quadrature, the smaller df kept): the interval the rounds replaced."""
+    if not a.get("value") or not b.get("value"):
+        return {"value": None, "low": None, "high": None}
+    r = b["value"] / a["value"]
+    if a.get("se") is None or b.get("se") is None:
+        return {"value": r, "low": None, "high": None}
+    rel = ((a["se"] / a["value"]) ** 2 + (b["se"] / b["value"]) ** 2) ** 0.5
+    low, high, _ = stats.interval(r, r * rel, min(a["df"], b["df"]))
+    return {"value": r, "low": low, "high": high}
+
+
+def window_verdict(r: dict, tolerance: float) -> str:
+    """The old rule's verdict on window_ratio's interval."""
+    if r["low"] is None:
+        return "inconclusive"
+    if r["low"] >= 1 - tolerance and r["high"] <= 1 + tolerance:
+        return "same"
+    if r["low"] > 1 + tolerance:
+        return "faster"
+    return "slower" if r["high"] < 1 - tolerance else "inconclusive"
+
+
 def rule_windows(machine, clock, ratio, tolerance):
     a, b = run(machine, clock, WINDOW, tolerance), run(machine, clock, WINDOW / ratio, tolerance)
-    return numbers.compare_verdict(numbers.ratio(numbers.run_headline(a), numbers.run_headline(b)), tolerance), 2
+    return window_verdict(window_ratio(numbers.run_headline(a), numbers.run_headline(b)), tolerance), 2
 
 
 def rule_windows_3r(machine, clock, ratio, tolerance):
@@ -123,8 +149,8 @@ def rule_windows_3r(machine, clock, ratio, tolerance):
     for n in range(3):
         for side in rounds.order(["a", "b"], n):
             runs[side].append(run(machine, clock, WINDOW if side == "a" else WINDOW / ratio, tolerance))
-    r = numbers.ratio(numbers.job_headline(runs["a"]), numbers.job_headline(runs["b"]))
-    return numbers.compare_verdict(r, tolerance), 6
+    r = window_ratio(numbers.job_headline(runs["a"]), numbers.job_headline(runs["b"]))
+    return window_verdict(r, tolerance), 6
 
 
 def rule_rounds(machine, clock, ratio, tolerance, max_rounds=rounds.MAX_ROUNDS, confidence=None):

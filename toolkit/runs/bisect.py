@@ -387,10 +387,15 @@ def compare_images_command(opts: RunOptions, images: list[str] | None, bases: st
         if all(j.done for j in judged.values()):
             break
         session.planned = (max_rounds - n - 1) * len(members)
-    rows = []
+    from dnnbench.results import load
+    rows, wide_lines = [], []
     for i in members:
         runs = [r[i] for r in table]
         figure, f = _pooled(runs), facts(runs[0])
+        said = load.explain(figure, [w for s in runs for w in (s.result or {}).get("windows") or []])
+        if said:
+            ci = "no 95% CI" if figure.get("ci95_pct") is None else f"+-95% CI {figure['ci95_pct']:.1f} %"
+            wide_lines.append(f"{listed[i][0]}: {ci}, wide: {said}")
         j = judged.get(i)
         span = "-" if j is None or j.low is None else f"{j.low:.3f}-{j.high:.3f}"
         rows.append([escape(listed[i][0]), escape(str(f.get("pytorch", "-"))), escape(str(f.get("cuda", "-"))),
@@ -404,6 +409,8 @@ def compare_images_command(opts: RunOptions, images: list[str] | None, bases: st
                  Column("+-95%", right=True, rank=6), Column("ratio CI", right=True, rank=7),
                  Column("ratio", right=True, rank=8), Column("verdict", decides=True)],
                 rows, wide=wide)
+    for line in wide_lines:   # the pooled figure's CI: why it is wide (the verdict needs no narrow one)
+        out.print(escape(line))
     for i, j in judged.items():
         if j.why:
             out.print(f"{escape(listed[i][0])}: {j.verdict} after {j.rounds} round{'s' if j.rounds != 1 else ''}: "
