@@ -484,8 +484,8 @@ def bisect_command(opts: RunOptions, good: str | None, bad: str | None, images: 
     session = Rounds(folder, listed, template, max_rounds * (2 + 3 * steps_left))
     ends = _judge_ends(session, lo, hi, tolerance, max_rounds)
     if ends.verdict != "slower":
-        said = {"same": "the same within the tolerance", "faster": "faster",
-                "inconclusive": "not decidedly apart"}[ends.verdict]
+        said = {"same": "the same within the tolerance",
+                "inconclusive": "not decidedly apart"}.get(ends.verdict, ends.verdict)
         out.print(f"the ends are {said}: {escape(refs[hi])} vs {escape(refs[lo])} {ends.pct()} after "
                   f"{ends.rounds} rounds (tolerance {tolerance:g}); nothing to bisect"
                   + (f"; {escape(ends.why)}" if ends.why else ""))
