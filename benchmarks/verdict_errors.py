@@ -31,8 +31,19 @@ truth is outside it. Prints per rule and pattern: wrong %, inconclusive %, mean 
              takes the next recorded window's seconds (scaled by the work), so the runs get
              what the machine really did
 
+Bisect (--bisect): a list of IMAGES images whose true figure drops by the ratio from a random
+image on (0.67, 0.9; 1.0: no drop), bisected under each pattern by two searches, counted as one
+replay each: wrong = a first slower image that is not the true one, a range that does not hold
+it, or ends called faster/same when the drop is beyond the tolerance (slower when there is none);
+inc = the ends undecided or a range (allowed; with no drop the right answer is the ends
+"same"); runs = runs a bisect took.
+
+  bisect-ends  main's: the ends in rounds of their own (good bad, bad good, ...) until decided,
+               then each midpoint in rounds with both ends of its range
+  bisect       the new (runs/bisect.py search): the first midpoint's rounds judge the ends too
+
 Usage: python benchmarks/verdict_errors.py [--replays 1000] [--tolerance 0.05] [--seed 1]
-           [--recorded result.json]
+           [--recorded result.json] [--bisect]
 """
 from __future__ import annotations
 
@@ -171,6 +182,87 @@ def rule_rounds(machine, clock, ratio, tolerance, max_rounds=rounds.MAX_ROUNDS, 
 
 RULES = {"windows": rule_windows, "windows-3r": rule_windows_3r, "rounds": rule_rounds}
 
+IMAGES = 8
+BISECT_RATIOS = (0.67, 0.9, 1.0)
+
+
+class Figure:
+    """A step as bisect's search reads it: its figure and load."""
+
+    def __init__(self, value: float):
+        self.figure, self.load = {"value": value}, None
+
+
+def _round_of(machine, clock, work: list[float], tolerance: float, count: list):
+    def round_of(members: list[int], n: int, of: int) -> dict:
+        out = {}
+        for i in rounds.order(members, n):
+            out[i] = Figure(numbers.run_headline(run(machine, clock, work[i], tolerance))["value"])
+            count[0] += 1
+        return out
+    return round_of
+
+
+def search_ends_first(round_of, lo: int, hi: int, tolerance: float, max_rounds: int):
+    """main's bisect: the ends in rounds of their own, then the midpoints (as `search` goes on)."""
+    from dnnbench.runs import bisect
+    ends, _, table = bisect._stage(round_of, lo, None, hi, tolerance, max_rounds, True)
+    if ends.verdict != "slower":
+        return bisect.Search("ends", lo, hi, ends, ends)
+    last = ends
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        _, middle, table = bisect._stage(round_of, lo, mid, hi, tolerance, max_rounds, False)
+        if middle.verdict == "bad":
+            last, hi = rounds.judge(bisect._logs(table, lo, mid), tolerance, len(table)), mid
+        elif middle.verdict == "good":
+            last, lo = rounds.judge(bisect._logs(table, mid, hi), tolerance, len(table)), mid
+        else:
+            return bisect.Search("range", lo, hi, ends, middle, mid)
+    return bisect.Search("found", lo, hi, ends, last)
+
+
+def bisect_replays(args, rng) -> None:
+    from dnnbench.runs import bisect
+    searches = {"bisect-ends": search_ends_first, "bisect": bisect.search}
+    print(f"bisect over {IMAGES} images, {args.replays} replays per cell, tolerance {args.tolerance}, "
+          f"true drop {BISECT_RATIOS} from a random image on, at most {args.max_rounds} rounds a judgement")
+    print(f"{'search':<12} {'pattern':<9} " + " ".join(f"{'r=' + str(r):>17}" for r in BISECT_RATIOS)
+          + f" {'runs':>5}")
+    for name, find in searches.items():
+        totals = {"wrong": 0, "n": 0, "runs": 0}
+        for pattern in [x for x in args.patterns.split(",") if x]:
+            cells, runs = [], 0
+            for ratio in BISECT_RATIOS:
+                w = inc = 0
+                for _ in range(args.replays):
+                    slow = rng.randrange(1, IMAGES)
+                    work = [WINDOW / (ratio if i >= slow else 1.0) for i in range(IMAGES)]
+                    count = [0]
+                    machine = Machine(pattern, rng, span=600.0)
+                    found = find(_round_of(machine, [0.0], work, args.tolerance, count), 0, IMAGES - 1,
+                                 args.tolerance, args.max_rounds)
+                    drop = ratio < 1 - args.tolerance
+                    if found.how == "found":
+                        bad = not drop or found.hi != slow
+                    elif found.how == "range":
+                        bad = not drop or not found.lo < slow <= found.hi
+                    else:           # the ends not decidedly apart: wrong only when they are
+                        v = found.ends.verdict
+                        bad = v == "faster" or (drop and v == "same")
+                    w += bad
+                    inc += found.how == "range" or found.ends.verdict == "inconclusive"
+                    runs += count[0]
+                cells.append(f"{100 * w / args.replays:5.1f}w {100 * inc / args.replays:5.1f}i")
+                totals["wrong"] += w
+                totals["n"] += args.replays
+            totals["runs"] += runs
+            print(f"{name:<12} {pattern:<9} " + " ".join(f"{c:>17}" for c in cells)
+                  + f" {runs / (args.replays * len(BISECT_RATIOS)):5.1f}", flush=True)
+        print(f"{name:<12} {'all':<9} wrong {100 * totals['wrong'] / totals['n']:.2f} %, mean runs "
+              f"{totals['runs'] / totals['n']:.1f}")
+    print("w: wrong answers %, i: inconclusive (ends undecided or a range) %, runs: mean runs per bisect")
+
 
 def wrong(verdict: str, ratio: float, tolerance: float) -> bool:
     if verdict in ("inconclusive", "-"):
@@ -191,7 +283,11 @@ def main() -> None:
                    help="also replay the windows of a recorded run (a long one: --repeat 400)")
     p.add_argument("--confidence", type=float, default=None, help="the rounds rule's (default: its own)")
     p.add_argument("--max-rounds", type=int, default=rounds.MAX_ROUNDS, help="the rounds rule's --rounds")
+    p.add_argument("--bisect", action="store_true", help="replay bisects instead of comparisons")
     args = p.parse_args()
+    if args.bisect:
+        bisect_replays(args, random.Random(args.seed))
+        return
     RULES["rounds"] = lambda m, c, r, t: rule_rounds(m, c, r, t, args.max_rounds, args.confidence)
     rng = random.Random(args.seed)
     print(f"{args.replays} replays per cell, tolerance {args.tolerance}, true ratios {RATIOS}; rounds rule: "

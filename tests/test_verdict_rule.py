@@ -33,8 +33,8 @@ PRODUCERS = [
     ("toolkit/results/baseline.py", "judge"),                   # report --baseline
     ("toolkit/runs/reproduce.py", "reproduce_command"),         # reproduce
     ("toolkit/runs/bisect.py", "compare_images_command"),       # compare-images
-    ("toolkit/runs/bisect.py", "_judge_ends"),                  # bisect: the ends
-    ("toolkit/runs/bisect.py", "_judge_mid"),                   # bisect: a midpoint
+    ("toolkit/runs/bisect.py", "_stage"),                       # bisect: the ends, a midpoint
+    ("toolkit/runs/bisect.py", "search"),                       # bisect: the last good against the first slower
     ("toolkit/results/fleet.py", "judged"),                     # the fleet check, report's slow hosts
 ]
 

@@ -427,34 +427,74 @@ def _ci(h: dict) -> str:
     return "-" if h.get("ci95_pct") is None else f"{h['ci95_pct']:.1f} %"
 
 
-def _judge_ends(session: Rounds, lo: int, hi: int, tolerance: float, max_rounds: int) -> rounds_mod.Judgement:
-    """The ends in rounds (good bad, bad good, ...) until hi/lo is decided or max_rounds."""
-    table: list[dict[int, Step]] = []
-    for n in range(max_rounds):
-        table.append(session.round([lo, hi], n, max_rounds))
-        j = rounds_mod.judge(_logs(table, lo, hi), tolerance, max_rounds, loads=_loads(table, [lo, hi]))
-        if j.done:
-            return j
-    return j
+@dataclasses.dataclass
+class Search:
+    """What bisect's rounds found: how it ended ("found"; "ends": the ends not decidedly apart,
+    nothing to bisect; "range": a midpoint undecided), the range lo..hi the evidence supports,
+    the ends' judgement, the last one (the first slower against the last good, or the undecided
+    midpoint's) and that midpoint."""
+    how: str
+    lo: int
+    hi: int
+    ends: rounds_mod.Judgement
+    last: rounds_mod.Judgement
+    mid: int | None = None
 
 
-def _judge_mid(session: Rounds, lo: int, mid: int, hi: int, max_rounds: int) -> tuple[rounds_mod.Judgement,
-                                                                                          list[dict[int, Step]]]:
-    """A midpoint against both ends, in rounds (good mid bad, bad mid good, ...): its side from
-    log(mid / geometric middle of the ends) until decided or max_rounds."""
-    table: list[dict[int, Step]] = []
+def _stage(round_of, lo: int, mid: int | None, hi: int, tolerance: float, max_rounds: int, ends_too: bool):
+    """A midpoint in rounds with both ends (good mid bad, bad mid good, ...), judged on log(mid /
+    geometric middle of the ends). In the first stage the same rounds judge the ends (hi against
+    lo), so the ends cost no rounds of their own: each judgement is the rule's at the look where
+    it was decided (kept from then on), the rounds go on while the other is not. Returns (the
+    ends' judgement or None, the midpoint's or None, the rounds)."""
+    table: list[dict] = []
+    ends = middle = None
+    members = [lo, hi] if mid is None else [lo, mid, hi]
     for n in range(max_rounds):
-        table.append(session.round([lo, mid, hi], n, max_rounds))
-        j = rounds_mod.side(_mid_logs(table, lo, mid, hi), max_rounds, loads=_loads(table, [lo, mid, hi]))
-        if j.done:
+        table.append(round_of(members, n, max_rounds))
+        loads = _loads(table, members)
+        if ends_too and (ends is None or not ends.done):
+            ends = rounds_mod.judge(_logs(table, lo, hi), tolerance, max_rounds, loads=loads)
+        if mid is not None and (middle is None or not middle.done):
+            middle = rounds_mod.side(_mid_logs(table, lo, mid, hi), max_rounds, loads=loads)
+        if ends is not None and ends.done and ends.verdict != "slower":
+            break     # nothing to bisect: the midpoint does not matter
+        if (ends is None or ends.done) and (middle is None or middle.done):
             break
-    return j, table
+    return ends, middle, table
+
+
+def search(round_of, lo: int, hi: int, tolerance: float, max_rounds: int) -> Search:
+    """Bisect's search in rounds; `round_of(members, n, of)` measures round n of the members (in
+    rounds_mod.order) and returns {index: Step}. The first midpoint's rounds judge the ends too;
+    each later midpoint is measured with the ends of its range; one it cannot place ends the
+    search with the range that holds the first slower image."""
+    mid = (lo + hi) // 2 if hi - lo > 1 else None
+    ends, middle, table = _stage(round_of, lo, mid, hi, tolerance, max_rounds, True)
+    assert ends is not None
+    if ends.verdict != "slower":
+        return Search("ends", lo, hi, ends, ends)
+    last = ends
+    while mid is not None and middle is not None:
+        if middle.verdict == "bad":
+            last = rounds_mod.judge(_logs(table, lo, mid), tolerance, len(table))
+            hi = mid
+        elif middle.verdict == "good":
+            last = rounds_mod.judge(_logs(table, mid, hi), tolerance, len(table))
+            lo = mid
+        else:
+            return Search("range", lo, hi, ends, middle, mid)
+        mid = (lo + hi) // 2 if hi - lo > 1 else None
+        if mid is not None:
+            _, middle, table = _stage(round_of, lo, mid, hi, tolerance, max_rounds, False)
+    return Search("found", lo, hi, ends, last)
 
 
 def bisect_command(opts: RunOptions, good: str | None, bad: str | None, images: list[str] | None,
                    bases: str | None, tolerance: float, rounds: int | None = None) -> int:
-    """Measure both ends in rounds, then halve the list, each midpoint judged in rounds against
-    both ends, until the first slower image is found; exit 0 with the answer, 1 when the ends are
+    """Measure the ends and the first midpoint in rounds (the ends judged on the same rounds),
+    then halve the list, each midpoint judged in rounds against both ends of its range, until
+    the first slower image is found (`search`); exit 0 with the answer, 1 when the ends are
     not decidedly apart or a midpoint stays inconclusive (then the range the evidence supports)."""
     started = time.monotonic()
     if images is None and bases is None:
@@ -480,10 +520,11 @@ def bisect_command(opts: RunOptions, good: str | None, bad: str | None, images: 
     template = dataclasses.replace(template, run_id=folder.name)
     if not _check_first(template, listed[lo:hi + 1], folder):
         return 0
-    steps_left = max(1, math.ceil(math.log2(hi - lo))) if hi - lo > 1 else 0
-    session = Rounds(folder, listed, template, max_rounds * (2 + 3 * steps_left))
-    ends = _judge_ends(session, lo, hi, tolerance, max_rounds)
-    if ends.verdict != "slower":
+    steps = max(1, math.ceil(math.log2(hi - lo)))
+    session = Rounds(folder, listed, template, max_rounds * (3 * steps if hi - lo > 1 else 2))
+    found = search(session.round, lo, hi, tolerance, max_rounds)
+    ends, lo, hi, last = found.ends, found.lo, found.hi, found.last
+    if found.how == "ends":
         said = {"same": "the same within the tolerance",
                 "inconclusive": "not decidedly apart"}.get(ends.verdict, ends.verdict)
         out.print(f"the ends are {said}: {escape(refs[hi])} vs {escape(refs[lo])} {ends.pct()} after "
@@ -491,23 +532,13 @@ def bisect_command(opts: RunOptions, good: str | None, bad: str | None, images: 
                   + (f"; {escape(ends.why)}" if ends.why else ""))
         _footer(session, started, folder)
         return 1
-    last = ends
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        session.planned = max_rounds * 3 * max(1, math.ceil(math.log2(hi - lo)))
-        j, table = _judge_mid(session, lo, mid, hi, max_rounds)
-        if j.verdict == "bad":
-            last = rounds_mod.judge(_logs(table, lo, mid), tolerance, j.rounds)
-            hi = mid
-        elif j.verdict == "good":
-            last = rounds_mod.judge(_logs(table, mid, hi), tolerance, j.rounds)
-            lo = mid
-        else:
-            out.print(f"{escape(refs[mid])} stays inconclusive against both ends after {j.rounds} rounds "
-                      f"({escape(j.why)}): the first slower image is after {escape(refs[lo])}, up to "
-                      f"{escape(refs[hi])} (the images from {lo + 1} to {hi} of the list, counted from 0)")
-            _footer(session, started, folder)
-            return 1
+    if found.how == "range":
+        assert found.mid is not None
+        out.print(f"{escape(refs[found.mid])} stays inconclusive against both ends after {last.rounds} rounds "
+                  f"({escape(last.why)}): the first slower image is after {escape(refs[lo])}, up to "
+                  f"{escape(refs[hi])} (the images from {lo + 1} to {hi} of the list, counted from 0)")
+        _footer(session, started, folder)
+        return 1
     out.print(f"first slower: {escape(refs[hi])} ({last.pct()}), last good: {escape(refs[lo])}")
     at = {s.index: s for s in session.steps}
     changes = changed_facts(at[lo], at[hi])
