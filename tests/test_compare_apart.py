@@ -190,3 +190,29 @@ def test_the_one_explanation_of_a_wide_interval():
     head = numbers.job_headline([{"windows": windows, "world_size": 1}])
     assert load.explain(head, windows) == load.why_wide(head["ci95_pct"], 1, windows, head["sd_pct"])
     assert math.isfinite(head["value"])
+
+
+# --- scaling efficiency: the reference run and the N-rank run are measured apart ---------------
+
+def test_a_scaling_efficiency_made_by_a_load_that_differed_is_not_communication_bound():
+    """Main called a run `communication-bound` from its efficiency against a reference run made
+    at another moment; when the reference ran at load 1 and the ranks beside a load of 6, the
+    efficiency is the load's: said, not judged."""
+    from dnnbench.workloads import schema, verdict
+    reference = _run_data(10.0, 1.0, world_size=1)
+    ranks = _run_data(5.0, 6.0, world_size=2)             # two ranks, no faster than one: 0.5
+    ranks["scaling"] = schema.scaling(ranks, reference)
+    assert ranks["scaling"]["efficiency"] == pytest.approx(0.5, rel=0.01)
+    assert ranks["scaling"]["load1"] == 6.0 and ranks["scaling"]["reference_load1"] == 1.0
+    v = verdict.judge(ranks)
+    assert v["label"] != "communication-bound", v
+    assert any("efficiency not judged: the reference ran at load 1.0, this run at 6.0" in e for e in v["evidence"])
+    ranks["scaling"] = schema.scaling(ranks, _run_data(10.0, 4.0, world_size=1))    # 1.5x apart: judged
+    assert verdict.judge(ranks)["label"] == "communication-bound"
+
+
+def _run_data(rate: float, load1: float, world_size: int) -> dict:
+    data = json.loads(TEMPLATE.read_text())
+    data.update(world_size=world_size, data_wait_fraction=0.0, run_id=f"r{world_size}")
+    data["windows"] = [{"items": 8, "seconds": 8 / rate, "data_wait": 0.0, "load1": load1} for _ in range(6)]
+    return data
