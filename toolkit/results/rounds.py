@@ -299,7 +299,8 @@ def apart_gate(base: list[float], runs: list[float], tolerance: float, *, loads_
     j = _unpaired(base, runs, tolerance, confidence)
     if j.low is not None and j.high is not None:
         j.verdict = _within(j.low, j.high, 1 - tolerance, None)
-        j.why = "" if j.verdict != "inconclusive" else "the interval of B/A over runs straddles 1 - tolerance"
+        j.why = "" if j.verdict != "inconclusive" else \
+            f"the interval of runs/baseline ({j.low:.3f}-{j.high:.3f}) straddles {1 - tolerance:.3g}"
     else:
         j.verdict = "inconclusive"
     return _apart_loads(j, loads_base, loads_runs)
