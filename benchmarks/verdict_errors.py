@@ -224,10 +224,11 @@ def search_ends_first(round_of, lo: int, hi: int, tolerance: float, max_rounds: 
 
 def bisect_replays(args, rng) -> None:
     from dnnbench.runs import bisect
-    searches = {"bisect-ends": search_ends_first, "bisect": bisect.search}
+    searches = {k: v for k, v in {"bisect-ends": search_ends_first, "bisect": bisect.search}.items()
+                if k in args.searches.split(",")}
     print(f"bisect over {IMAGES} images, {args.replays} replays per cell, tolerance {args.tolerance}, "
           f"true drop {BISECT_RATIOS} from a random image on, at most {args.max_rounds} rounds a judgement")
-    print(f"{'search':<12} {'pattern':<9} " + " ".join(f"{'r=' + str(r):>17}" for r in BISECT_RATIOS)
+    print(f"{'search':<12} {'pattern':<9} " + " ".join(f"{'r=' + str(r):>18}" for r in BISECT_RATIOS)
           + f" {'runs':>5}")
     for name, find in searches.items():
         totals = {"wrong": 0, "n": 0, "runs": 0}
@@ -235,6 +236,7 @@ def bisect_replays(args, rng) -> None:
             cells, runs = [], 0
             for ratio in BISECT_RATIOS:
                 w = inc = 0
+                before = runs
                 for _ in range(args.replays):
                     slow = rng.randrange(1, IMAGES)
                     work = [WINDOW / (ratio if i >= slow else 1.0) for i in range(IMAGES)]
@@ -253,15 +255,16 @@ def bisect_replays(args, rng) -> None:
                     w += bad
                     inc += found.how == "range" or found.ends.verdict == "inconclusive"
                     runs += count[0]
-                cells.append(f"{100 * w / args.replays:5.1f}w {100 * inc / args.replays:5.1f}i")
+                cells.append(f"{100 * w / args.replays:4.1f}w {100 * inc / args.replays:5.1f}i "
+                             f"{(runs - before) / args.replays:4.1f}r")
                 totals["wrong"] += w
                 totals["n"] += args.replays
             totals["runs"] += runs
-            print(f"{name:<12} {pattern:<9} " + " ".join(f"{c:>17}" for c in cells)
+            print(f"{name:<12} {pattern:<9} " + " ".join(f"{c:>18}" for c in cells)
                   + f" {runs / (args.replays * len(BISECT_RATIOS)):5.1f}", flush=True)
         print(f"{name:<12} {'all':<9} wrong {100 * totals['wrong'] / totals['n']:.2f} %, mean runs "
               f"{totals['runs'] / totals['n']:.1f}")
-    print("w: wrong answers %, i: inconclusive (ends undecided or a range) %, runs: mean runs per bisect")
+    print("w: wrong answers %, i: inconclusive (ends undecided or a range) %, r and runs: mean runs per bisect")
 
 
 def wrong(verdict: str, ratio: float, tolerance: float) -> bool:
@@ -284,6 +287,7 @@ def main() -> None:
     p.add_argument("--confidence", type=float, default=None, help="the rounds rule's (default: its own)")
     p.add_argument("--max-rounds", type=int, default=rounds.MAX_ROUNDS, help="the rounds rule's --rounds")
     p.add_argument("--bisect", action="store_true", help="replay bisects instead of comparisons")
+    p.add_argument("--searches", default="bisect-ends,bisect", help="with --bisect: which searches")
     args = p.parse_args()
     if args.bisect:
         bisect_replays(args, random.Random(args.seed))

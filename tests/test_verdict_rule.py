@@ -13,7 +13,7 @@ from tests.helpers import ROOT
 RULE = "toolkit/results/rounds.py"
 WORDS = {"faster", "slower", "same", "good", "bad", "pass", "fail", "inconclusive"}
 BOUNDS = {"low", "high", "ci95_low", "ci95_high", "ci95_low_pct", "ci95_high_pct"}
-RULES = {"judge", "side", "apart", "apart_gate", "target", "single_sided", "unpaired"}
+RULES = {"judge", "side", "apart", "apart_gate", "target", "single_sided"}
 
 # (file, word or "bounds"): why it is not a verdict between measurements
 EXEMPT = {

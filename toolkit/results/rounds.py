@@ -283,11 +283,6 @@ def apart(a: list[float], b: list[float], tolerance: float, *, loads_a: list | N
     return _apart_loads(_unpaired(a, b, tolerance, confidence), loads_a, loads_b)
 
 
-def unpaired(a: list[float], b: list[float], tolerance: float, confidence: float = CONFIDENCE) -> Judgement:
-    """`apart` without the loads (none recorded)."""
-    return apart(a, b, tolerance, confidence=confidence)
-
-
 GATE = {"faster": "pass", "same": "pass", "slower": "fail", "inconclusive": "inconclusive"}
 
 

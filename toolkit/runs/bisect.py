@@ -443,13 +443,15 @@ class Search:
 
 def _stage(round_of, lo: int, mid: int | None, hi: int, tolerance: float, max_rounds: int, ends_too: bool):
     """A midpoint in rounds with both ends (good mid bad, bad mid good, ...), judged on log(mid /
-    geometric middle of the ends). In the first stage the same rounds judge the ends (hi against
-    lo), so the ends cost no rounds of their own: each judgement is the rule's at the look where
+    geometric middle of the ends). In the first stage the same rounds (good bad mid, mid bad
+    good, ...) judge the ends (hi against lo), so the ends cost no rounds of their own: each judgement is the rule's at the look where
     it was decided (kept from then on), the rounds go on while the other is not. Returns (the
     ends' judgement or None, the midpoint's or None, the rounds)."""
     table: list[dict] = []
     ends = middle = None
-    members = [lo, hi] if mid is None else [lo, mid, hi]
+    # the first stage keeps the ends next to each other (good bad mid, mid bad good, ...): a load
+    # that drifts within a round weighs on their ratio as little as on a pair of their own
+    members = [lo, hi] if mid is None else [lo, hi, mid] if ends_too else [lo, mid, hi]
     for n in range(max_rounds):
         table.append(round_of(members, n, max_rounds))
         loads = _loads(table, members)
