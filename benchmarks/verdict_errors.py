@@ -38,9 +38,10 @@ it, or ends called faster/same when the drop is beyond the tolerance (slower whe
 inc = the ends undecided or a range (allowed; with no drop the right answer is the ends
 "same"); runs = runs a bisect took.
 
-  bisect-ends  main's: the ends in rounds of their own (good bad, bad good, ...) until decided,
-               then each midpoint in rounds with both ends of its range
-  bisect       the new (runs/bisect.py search): the first midpoint's rounds judge the ends too
+  bisect         runs/bisect.py's search: the ends in rounds of their own (good bad, bad good,
+                 ...) until decided, then each midpoint in rounds with both ends of its range
+  bisect-merged  a candidate to cut runs: the first midpoint's rounds (good bad mid, mid bad
+                 good, ...) judge the ends too (measured, not adopted: BENCHMARKS.md)
 
 Usage: python benchmarks/verdict_errors.py [--replays 1000] [--tolerance 0.05] [--seed 1]
            [--recorded result.json] [--bisect]
@@ -203,32 +204,35 @@ def _round_of(machine, clock, work: list[float], tolerance: float, count: list):
     return round_of
 
 
-def search_ends_first(round_of, lo: int, hi: int, tolerance: float, max_rounds: int):
-    """main's bisect: the ends in rounds of their own, then the midpoints (as `search` goes on)."""
+def search_merged(round_of, lo: int, hi: int, tolerance: float, max_rounds: int):
+    """The candidate: the first midpoint's rounds (good bad mid, mid bad good, ...) judge the ends
+    too, so the ends take no rounds of their own; then the midpoints as `search` goes on."""
     from dnnbench.runs import bisect
-    ends, _, table = bisect._stage(round_of, lo, None, hi, tolerance, max_rounds, True)
+    mid = (lo + hi) // 2 if hi - lo > 1 else None
+    ends, middle, table = bisect._stage(round_of, lo, mid, hi, tolerance, max_rounds, True)
     if ends.verdict != "slower":
         return bisect.Search("ends", lo, hi, ends, ends)
     last = ends
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        _, middle, table = bisect._stage(round_of, lo, mid, hi, tolerance, max_rounds, False)
+    while mid is not None:
         if middle.verdict == "bad":
             last, hi = rounds.judge(bisect._logs(table, lo, mid), tolerance, len(table)), mid
         elif middle.verdict == "good":
             last, lo = rounds.judge(bisect._logs(table, mid, hi), tolerance, len(table)), mid
         else:
             return bisect.Search("range", lo, hi, ends, middle, mid)
+        mid = (lo + hi) // 2 if hi - lo > 1 else None
+        if mid is not None:
+            _, middle, table = bisect._stage(round_of, lo, mid, hi, tolerance, max_rounds, False)
     return bisect.Search("found", lo, hi, ends, last)
 
 
 def bisect_replays(args, rng) -> None:
     from dnnbench.runs import bisect
-    searches = {k: v for k, v in {"bisect-ends": search_ends_first, "bisect": bisect.search}.items()
+    searches = {k: v for k, v in {"bisect": bisect.search, "bisect-merged": search_merged}.items()
                 if k in args.searches.split(",")}
     print(f"bisect over {IMAGES} images, {args.replays} replays per cell, tolerance {args.tolerance}, "
           f"true drop {BISECT_RATIOS} from a random image on, at most {args.max_rounds} rounds a judgement")
-    print(f"{'search':<12} {'pattern':<9} " + " ".join(f"{'r=' + str(r):>18}" for r in BISECT_RATIOS)
+    print(f"{'search':<13} {'pattern':<9} " + " ".join(f"{'r=' + str(r):>18}" for r in BISECT_RATIOS)
           + f" {'runs':>5}")
     for name, find in searches.items():
         totals = {"wrong": 0, "n": 0, "runs": 0}
@@ -260,9 +264,9 @@ def bisect_replays(args, rng) -> None:
                 totals["wrong"] += w
                 totals["n"] += args.replays
             totals["runs"] += runs
-            print(f"{name:<12} {pattern:<9} " + " ".join(f"{c:>18}" for c in cells)
+            print(f"{name:<13} {pattern:<9} " + " ".join(f"{c:>18}" for c in cells)
                   + f" {runs / (args.replays * len(BISECT_RATIOS)):5.1f}", flush=True)
-        print(f"{name:<12} {'all':<9} wrong {100 * totals['wrong'] / totals['n']:.2f} %, mean runs "
+        print(f"{name:<13} {'all':<9} wrong {100 * totals['wrong'] / totals['n']:.2f} %, mean runs "
               f"{totals['runs'] / totals['n']:.1f}")
     print("w: wrong answers %, i: inconclusive (ends undecided or a range) %, r and runs: mean runs per bisect")
 
@@ -287,7 +291,7 @@ def main() -> None:
     p.add_argument("--confidence", type=float, default=None, help="the rounds rule's (default: its own)")
     p.add_argument("--max-rounds", type=int, default=rounds.MAX_ROUNDS, help="the rounds rule's --rounds")
     p.add_argument("--bisect", action="store_true", help="replay bisects instead of comparisons")
-    p.add_argument("--searches", default="bisect-ends,bisect", help="with --bisect: which searches")
+    p.add_argument("--searches", default="bisect,bisect-merged", help="with --bisect: which searches")
     args = p.parse_args()
     if args.bisect:
         bisect_replays(args, random.Random(args.seed))

@@ -178,9 +178,10 @@ def _bisect(monkeypatch, tmp_path, machine, capsys, slow_from=5, **kw):
 def test_bisect_on_a_quiet_machine_names_the_sixth_release(monkeypatch, tmp_path, capsys):
     code, out = _bisect(monkeypatch, tmp_path, Machine("step", 1.0, 0.0, wobble=0.01), capsys)
     assert code == 0 and "first slower: img:r6 (" in out and "last good: img:r5" in out, out
-    # three midpoints in 3 rounds with both ends of their range (27 runs); the first midpoint's
-    # rounds judge the ends too (they took 3 rounds of their own before: 33 runs)
-    assert "5 images in 27 runs (27 run now, 0 read back)" in out, out
+    # the ends in 3 rounds (6 runs), then three midpoints in 3 rounds with both ends (27 runs);
+    # judging the ends on the first midpoint's rounds would take 27 in all here, but costs more
+    # where nothing decides (benchmarks/verdict_errors.py --bisect, BENCHMARKS.md): not adopted
+    assert "5 images in 33 runs (33 run now, 0 read back)" in out, out
 
 
 @settings(max_examples=30, deadline=None)

@@ -442,15 +442,18 @@ class Search:
 
 
 def _stage(round_of, lo: int, mid: int | None, hi: int, tolerance: float, max_rounds: int, ends_too: bool):
-    """A midpoint in rounds with both ends (good mid bad, bad mid good, ...), judged on log(mid /
-    geometric middle of the ends). In the first stage the same rounds (good bad mid, mid bad
-    good, ...) judge the ends (hi against lo), so the ends cost no rounds of their own: each judgement is the rule's at the look where
-    it was decided (kept from then on), the rounds go on while the other is not. Returns (the
-    ends' judgement or None, the midpoint's or None, the rounds)."""
+    """Rounds of the ends (good bad, bad good, ...), or of a midpoint with both ends of its range
+    (good mid bad, bad mid good, ...: the midpoint in the middle of every round, so a drift within
+    a round weighs on it as on the ends' middle), until what it judges is decided or max_rounds:
+    the ends' ratio (`ends_too`), the midpoint's side on log(mid / geometric middle of the ends).
+    Each judgement is the rule's at the look where it was decided, kept from then on. Returns
+    (the ends' judgement or None, the midpoint's or None, the rounds).
+
+    Judging the ends on the first midpoint's rounds was measured and left out (BENCHMARKS.md:
+    6 runs fewer where the rounds decide a drop, more where nothing decides, and a ramp leaves
+    a small drop undecided twice as often)."""
     table: list[dict] = []
     ends = middle = None
-    # the first stage keeps the ends next to each other (good bad mid, mid bad good, ...): a load
-    # that drifts within a round weighs on their ratio as little as on a pair of their own
     members = [lo, hi] if mid is None else [lo, hi, mid] if ends_too else [lo, mid, hi]
     for n in range(max_rounds):
         table.append(round_of(members, n, max_rounds))
@@ -460,7 +463,7 @@ def _stage(round_of, lo: int, mid: int | None, hi: int, tolerance: float, max_ro
         if mid is not None and (middle is None or not middle.done):
             middle = rounds_mod.side(_mid_logs(table, lo, mid, hi), max_rounds, loads=loads)
         if ends is not None and ends.done and ends.verdict != "slower":
-            break     # nothing to bisect: the midpoint does not matter
+            break     # nothing to bisect: a midpoint does not matter
         if (ends is None or ends.done) and (middle is None or middle.done):
             break
     return ends, middle, table
@@ -468,35 +471,31 @@ def _stage(round_of, lo: int, mid: int | None, hi: int, tolerance: float, max_ro
 
 def search(round_of, lo: int, hi: int, tolerance: float, max_rounds: int) -> Search:
     """Bisect's search in rounds; `round_of(members, n, of)` measures round n of the members (in
-    rounds_mod.order) and returns {index: Step}. The first midpoint's rounds judge the ends too;
-    each later midpoint is measured with the ends of its range; one it cannot place ends the
-    search with the range that holds the first slower image."""
-    mid = (lo + hi) // 2 if hi - lo > 1 else None
-    ends, middle, table = _stage(round_of, lo, mid, hi, tolerance, max_rounds, True)
+    rounds_mod.order) and returns {index: Step}. The ends in rounds of their own until bad/good
+    is decided; then each midpoint in rounds with the ends of its range; one it cannot place ends
+    the search with the range that holds the first slower image."""
+    ends, _, table = _stage(round_of, lo, None, hi, tolerance, max_rounds, True)
     assert ends is not None
     if ends.verdict != "slower":
         return Search("ends", lo, hi, ends, ends)
     last = ends
-    while mid is not None and middle is not None:
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        _, middle, table = _stage(round_of, lo, mid, hi, tolerance, max_rounds, False)
+        assert middle is not None
         if middle.verdict == "bad":
-            last = rounds_mod.judge(_logs(table, lo, mid), tolerance, len(table))
-            hi = mid
+            last, hi = rounds_mod.judge(_logs(table, lo, mid), tolerance, len(table)), mid
         elif middle.verdict == "good":
-            last = rounds_mod.judge(_logs(table, mid, hi), tolerance, len(table))
-            lo = mid
+            last, lo = rounds_mod.judge(_logs(table, mid, hi), tolerance, len(table)), mid
         else:
             return Search("range", lo, hi, ends, middle, mid)
-        mid = (lo + hi) // 2 if hi - lo > 1 else None
-        if mid is not None:
-            _, middle, table = _stage(round_of, lo, mid, hi, tolerance, max_rounds, False)
     return Search("found", lo, hi, ends, last)
 
 
 def bisect_command(opts: RunOptions, good: str | None, bad: str | None, images: list[str] | None,
                    bases: str | None, tolerance: float, rounds: int | None = None) -> int:
-    """Measure the ends and the first midpoint in rounds (the ends judged on the same rounds),
-    then halve the list, each midpoint judged in rounds against both ends of its range, until
-    the first slower image is found (`search`); exit 0 with the answer, 1 when the ends are
+    """Measure both ends in rounds, then halve the list, each midpoint judged in rounds against
+    both ends of its range, until the first slower image is found (`search`); exit 0 with the answer, 1 when the ends are
     not decidedly apart or a midpoint stays inconclusive (then the range the evidence supports)."""
     started = time.monotonic()
     if images is None and bases is None:
@@ -523,7 +522,7 @@ def bisect_command(opts: RunOptions, good: str | None, bad: str | None, images: 
     if not _check_first(template, listed[lo:hi + 1], folder):
         return 0
     steps = max(1, math.ceil(math.log2(hi - lo)))
-    session = Rounds(folder, listed, template, max_rounds * (3 * steps if hi - lo > 1 else 2))
+    session = Rounds(folder, listed, template, max_rounds * (2 + (3 * steps if hi - lo > 1 else 0)))
     found = search(session.round, lo, hi, tolerance, max_rounds)
     ends, lo, hi, last = found.ends, found.lo, found.hi, found.last
     if found.how == "ends":
