@@ -22,7 +22,11 @@ Rules:
   windows-3r today's opt-in --rounds 3: A B, B A, A B, each image's runs pooled as report pools
              a job's runs (the wider of the runs' and the windows' CIs), then the same verdict
   rounds     the new rule (results/rounds.py): per-round paired log-ratios, a t interval over
-             rounds, looks from 3 rounds to 6, confidence 95 % split over the looks
+             rounds, looks from 3 rounds to 8, confidence 99 % split over the looks
+  apart-runs two sides measured apart (3 runs of A, then 3 of B: `compare A B`, a baseline
+             folder): Welch's interval over runs, 99 %, the loads not read (main's compare)
+  apart      the same with the loads the windows recorded (a stand-in: the load that slows a
+             run, not a few seconds' burst): inconclusive when the sides' differ 3x or more
 
 Wrong: faster/slower when the truth is within the tolerance or the other way; same when the
 truth is outside it. Prints per rule and pattern: wrong %, inconclusive %, mean runs.
@@ -57,7 +61,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from dnnbench.results import numbers, rounds  # noqa: E402
+from dnnbench.results import load, numbers, rounds  # noqa: E402
 from dnnbench.workloads import stats  # noqa: E402
 
 RATIOS = (0.67, 0.95, 1.0, 1.05)
@@ -97,6 +101,15 @@ class Machine:
         self.state = self.ar * self.state + math.sqrt(1 - self.ar ** 2) * self.rng.gauss(0, self.noise)
         return work * self.slowdown(t) * math.exp(self.state)
 
+    def load1(self, t: float) -> float | None:
+        """What a window's 1-minute load average would read: the run itself (1) and the load that
+        slows it, but not a burst of a few seconds nor a rare stall (the average is a minute's)."""
+        if self.pattern == "step":
+            return self.step_to if t >= self.step_at else 1.0
+        if self.pattern == "ramp":
+            return self.slowdown(t)
+        return 3.0 if self.pattern == "two-hogs" else 1.0
+
 
 class Recorded:
     """A recorded run's window series as the machine: each window replays the next recorded one
@@ -119,7 +132,8 @@ def run(machine, clock: list, work: float, tolerance: float) -> dict:
     while len(windows) < 30:
         seconds = machine.window(clock[0], work)
         clock[0] += seconds
-        windows.append({"items": 8, "seconds": seconds})
+        load1 = machine.load1(clock[0]) if hasattr(machine, "load1") else None
+        windows.append({"items": 8, "seconds": seconds, **({} if load1 is None else {"load1": load1})})
         if len(windows) >= 3:
             h = numbers.run_headline({"windows": windows, "world_size": 1})
             if h["ci95_pct"] is not None and h["ci95_pct"] <= tolerance * 100 / 2:
@@ -181,7 +195,29 @@ def rule_rounds(machine, clock, ratio, tolerance, max_rounds=rounds.MAX_ROUNDS, 
     return j.verdict, 2 * len(a)
 
 
-RULES = {"windows": rule_windows, "windows-3r": rule_windows_3r, "rounds": rule_rounds}
+def _apart(machine, clock, ratio, tolerance, runs=3):
+    """Each side's runs one after the other, B after A (two result sets, a baseline and now)."""
+    sides = {}
+    for side, work in (("a", WINDOW), ("b", WINDOW / ratio)):
+        sides[side] = [run(machine, clock, work, tolerance) for _ in range(runs)]
+    return ([numbers.run_headline(r)["value"] for r in sides["a"]], [numbers.run_headline(r)["value"] for r in sides["b"]],
+            load.of_runs(sides["a"]), load.of_runs(sides["b"]))
+
+
+def rule_apart_runs(machine, clock, ratio, tolerance):
+    """main's `compare A B` of sides measured apart: Welch's interval over runs, loads unread."""
+    a, b, _, _ = _apart(machine, clock, ratio, tolerance)
+    return rounds.apart(a, b, tolerance).verdict, 6
+
+
+def rule_apart(machine, clock, ratio, tolerance):
+    """The rule for sides measured apart: the same, inconclusive when their load differed 3x."""
+    a, b, la, lb = _apart(machine, clock, ratio, tolerance)
+    return rounds.apart(a, b, tolerance, loads_a=la, loads_b=lb).verdict, 6
+
+
+RULES = {"windows": rule_windows, "windows-3r": rule_windows_3r, "rounds": rule_rounds,
+         "apart-runs": rule_apart_runs, "apart": rule_apart}
 
 IMAGES = 8
 BISECT_RATIOS = (0.67, 0.9, 1.0)
@@ -284,7 +320,7 @@ def main() -> None:
     p.add_argument("--replays", type=int, default=1000, help="comparisons per rule, pattern and ratio")
     p.add_argument("--tolerance", type=float, default=0.05)
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--rules", default=",".join(RULES))
+    p.add_argument("--rules", default="windows,windows-3r,rounds")
     p.add_argument("--patterns", default=",".join(PATTERNS), help="the synthetic patterns (empty: none)")
     p.add_argument("--recorded", action="append", default=[], metavar="RESULT_JSON",
                    help="also replay the windows of a recorded run (a long one: --repeat 400)")

@@ -258,14 +258,24 @@ def _unpaired(a: list[float], b: list[float], tolerance: float, confidence: floa
 # verdict turns inconclusive when the sides' recorded load differs by load.APART or more, or
 # when a side has too few runs to show its spread.
 
-def _apart_loads(j: Judgement, loads_a: list | None, loads_b: list | None) -> Judgement:
-    """Inconclusive when the two sides' recorded load differed by load.APART or more."""
+def _apart_loads(j: Judgement, loads_a: list | None, loads_b: list | None, classify) -> Judgement:
+    """The sides' recorded load in the verdict: differing by load.APART or more, inconclusive;
+    by a smaller factor f, the interval is widened f times each way (a CPU run slowed by a load
+    f times as high at most f times) and judged again with `classify(low, high)`, so a verdict
+    stands only beyond what the load could have made."""
     from dnnbench.results import load
     j.alternated = False
     factor = load.apart(loads_a or [], loads_b or [])
-    if factor is None or factor < load.APART - 1e-9:    # rounding: a factor of APART is APART
+    if factor is None:
         return j
     said = f"the load differed {factor:.1f}x between the sides (not alternated: measure them in rounds)"
+    if factor < load.APART - 1e-9:      # rounding: a factor of APART is APART
+        if factor > 1.0 and j.low is not None and j.high is not None:
+            j.low, j.high = j.low / factor, j.high * factor
+            verdict = classify(j.low, j.high)
+            if verdict != j.verdict:
+                j.verdict, j.why = verdict, said + (f"; {j.why}" if j.why else "")
+        return j
     if j.verdict != "inconclusive":
         j.verdict = "inconclusive"
         j.why = said
@@ -278,9 +288,11 @@ def apart(a: list[float], b: list[float], tolerance: float, *, loads_a: list | N
           loads_b: list | None = None, confidence: float = CONFIDENCE) -> Judgement:
     """B against A from two sets of runs measured apart (`compare`, a baseline folder): each run
     one observation, Welch's interval of the mean log figures (one look at `confidence`):
-    faster, slower, same or inconclusive, and inconclusive whatever the interval when the sides'
-    load differed by load.APART or more, or a side has fewer than two runs."""
-    return _apart_loads(_unpaired(a, b, tolerance, confidence), loads_a, loads_b)
+    faster, slower, same or inconclusive; the interval widened by the factor the sides' load
+    differed by, and inconclusive whatever the interval when that is load.APART or more, or a
+    side has fewer than two runs."""
+    return _apart_loads(_unpaired(a, b, tolerance, confidence), loads_a, loads_b,
+                        lambda low, high: _band(math.log(low), math.log(high), tolerance))
 
 
 GATE = {"faster": "pass", "same": "pass", "slower": "fail", "inconclusive": "inconclusive"}
@@ -298,7 +310,7 @@ def apart_gate(base: list[float], runs: list[float], tolerance: float, *, loads_
             f"the interval of runs/baseline ({j.low:.3f}-{j.high:.3f}) straddles {1 - tolerance:.3g}"
     else:
         j.verdict = "inconclusive"
-    return _apart_loads(j, loads_base, loads_runs)
+    return _apart_loads(j, loads_base, loads_runs, lambda low, high: _within(low, high, 1 - tolerance, None))
 
 
 def _within(low: float, high: float, lower: float | None, upper: float | None) -> str:
@@ -365,4 +377,5 @@ def single_sided(new: list[float], recorded: float, tolerance: float, max_rounds
         "--image with the original image alternates the two")
     j = Judgement(verdict, math.exp(mean), None if low is None else math.exp(low),
                   None if high is None else math.exp(high), n, done, why)
-    return _apart_loads(j, [load_recorded] if load_recorded is not None else [], loads_new)
+    return _apart_loads(j, [load_recorded] if load_recorded is not None else [], loads_new,
+                        lambda low, high: _band(math.log(low), math.log(high), tolerance))
