@@ -108,15 +108,16 @@ def test_job_ci_is_the_wider_of_runs_and_windows():
 # --- baselines ---------------------------------------------------------------------------------
 
 def test_baseline_tolerances_and_verdicts(tmp_path):
-    # resnet18-bs4 (two runs): 15.7 images/s, 95% CI about 12.9-18.5
+    # resnet18-bs4 (two runs, 15.4 and 15.9 images/s): the rule's 99 % interval over the runs
+    # (never the windows) is 6.4-38.5: it passes >= 5.7 and straddles 9.5
     base = tmp_path / "targets.yaml"
-    base.write_text("resnet18-bs4: {target: 10, lower: -0.05, upper: null}\n"
+    base.write_text("resnet18-bs4: {target: 6, lower: -0.05, upper: null}\n"
                     "resnet18-bs2: {floor: 30}\n"
                     "ncf-bs64: {target: 172, lower: -0.05, upper: 0.05}\n")
     res = dnnbench("report", FIXTURES, "--baseline", base, "-f", "json")
     assert res.returncode == 1, res.stderr                    # a fail
     got = {r["job"]: r for r in json.loads(res.stdout)["jobs"]}
-    assert got["resnet18-bs4"]["target_verdict"] == "pass" and got["resnet18-bs4"]["bounds"] == ">= 9.50"
+    assert got["resnet18-bs4"]["target_verdict"] == "pass" and got["resnet18-bs4"]["bounds"] == ">= 5.70"
     assert got["resnet18-bs2"]["target_verdict"] == "fail" and got["resnet18-bs2"]["pass"] is False
     assert got["ncf-bs64"]["target_verdict"] == "inconclusive" and got["ncf-bs64"]["pass"] is None
     assert got["ncf-bs64"]["bounds"] == ">= 163.4, <= 180.6"
@@ -142,13 +143,7 @@ def test_bad_baseline_tolerance_is_one_error_line(tmp_path, text, fragment):
 
 
 def test_compare_verdicts():
-    assert numbers.compare_verdict({"value": 1.0, "low": 0.97, "high": 1.03}, 0.05) == "same"
-    assert numbers.compare_verdict({"value": 1.2, "low": 1.1, "high": 1.3}, 0.05) == "faster"
-    assert numbers.compare_verdict({"value": 0.8, "low": 0.7, "high": 0.9}, 0.05) == "slower"
-    assert numbers.compare_verdict({"value": 1.0, "low": 0.9, "high": 1.1}, 0.05) == "inconclusive"
-    assert numbers.compare_verdict({"value": 1.0, "low": None, "high": None}, 0.05) == "inconclusive"
-    r = numbers.ratio({"value": 10.0, "se": 0.1, "df": 9}, {"value": 12.0, "se": 0.12, "df": 4})
-    assert r["value"] == pytest.approx(1.2) and r["low"] < 1.2 < r["high"]
+    # the verdict words come from results/rounds.py (tests/test_rounds.py, tests/test_compare.py)
     out = dnnbench("compare", FIXTURES / "resnet18-bs4" / "r1", FIXTURES / "resnet18-bs4" / "r2", check=0).stdout
     assert "verdict" in out and "15.4" in out and "15.9" in out
 

@@ -67,8 +67,21 @@ def scaling(result, reference):
     if not total or not ref:
         return {"error": "no throughput to compare"}
     per_rank = ref / int(reference.get("world_size") or 1)
+    # the two were measured apart: their load goes with the efficiency (verdict.py judges by it)
     return {"world_size": n, "reference_run": reference.get("run_id"), "reference_per_rank": per_rank,
-            "efficiency": total / (n * per_rank)}
+            "efficiency": total / (n * per_rank), "load1": _median_load(result),
+            "reference_load1": _median_load(reference)}
+
+
+def _median_load(data):
+    """The median 1-minute load average its windows recorded (None where they recorded none)."""
+    loads = sorted(float(w["load1"]) for w in data.get("windows") or [] if isinstance(w, dict)
+                   and isinstance(w.get("load1"), (int, float)) and not isinstance(w.get("load1"), bool)
+                   and w["load1"] == w["load1"] and w["load1"] >= 0)
+    if not loads:
+        return None
+    k = len(loads) // 2
+    return loads[k] if len(loads) % 2 else (loads[k - 1] + loads[k]) / 2.0
 
 
 _clean = fileio.clean_json

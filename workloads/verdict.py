@@ -29,6 +29,8 @@ THERMAL_SHARE = 0.10     # share of telemetry samples with a thermal/hardware sl
 POWER_SHARE = 0.50       # ... with the power cap active
 CLOCK_DROP = 0.85        # median SM clock / max SM clock under which the power cap costs speed
 SCALING = 0.85           # scaling efficiency
+LOAD_APART = 3.0         # the reference's and the run's load this many times apart: efficiency not judged
+LOAD_FLOOR = 1.0         # (the host side's results/load.APART and FLOOR: this side cannot import it)
 STRAGGLER = 1.3          # a rank's own step time / the median rank's
 GPU_BUSY = 80.0          # % of the window with a kernel running
 
@@ -120,6 +122,16 @@ def stragglers(ranks):
     return sorted(slow, key=lambda s: -s["times_median"])
 
 
+def _load_apart(scaling):
+    """How many times the reference's load and the run's differed, when LOAD_APART or more (each
+    at least LOAD_FLOOR), else None (also when either was not recorded)."""
+    ref, run = _num(scaling.get("reference_load1")), _num(scaling.get("load1"))
+    if ref is None or run is None or ref < 0 or run < 0:
+        return None
+    factor = max(ref, run, LOAD_FLOOR) / max(min(ref, run), LOAD_FLOOR)
+    return factor if factor >= LOAD_APART - 1e-9 else None
+
+
 def judge(result):
     """The verdict on one result dict (never raises on odd fields: they count as missing)."""
     if not isinstance(result, dict):
@@ -188,7 +200,12 @@ def judge(result):
         return out("straggler", "every rank waits for the slowest at each all-reduce: check %s (clocks, "
                                 "throttling, other jobs: `dnnbench slurm --each-node` compares the nodes)"
                    % s["host"])
-    if world > 1 and efficiency is not None and efficiency < SCALING:
+    apart = _load_apart(scaling)
+    if world > 1 and efficiency is not None and efficiency < SCALING and apart is not None:
+        # the reference ran at another moment: a load that differed would be the efficiency
+        evidence.append("efficiency not judged: the reference ran at load %.1f, this run at %.1f (%.1fx apart; "
+                        "run both on a quiet machine)" % (scaling["reference_load1"], scaling["load1"], apart))
+    elif world > 1 and efficiency is not None and efficiency < SCALING:
         return out("communication-bound", "NCCL settings: NCCL_DEBUG=INFO should show NVLink/P2P or IB "
                                           "(unset NCCL_P2P_DISABLE / NCCL_IB_DISABLE), or a larger --batch-size "
                                           "per GPU to amortize the all-reduce")

@@ -18,7 +18,7 @@ def report(
     fmt: str = typer.Option("table", "--format", "-f", help=f"{', '.join(list(FORMATS)[:-1])} or {list(FORMATS)[-1]}."),
     baseline: Optional[Path] = typer.Option(None, "--baseline", help="Targets: YAML/JSON {job: throughput}, or a results folder."),
     weight: List[str] = typer.Option([], "--weight", help="JOB=W (or WORKLOAD=W) weight in the score (repeatable)."),
-    tolerance: float = typer.Option(0.05, "--tolerance", callback=in_range(BY_NAME["tolerance"]), help="For plain targets: a job passes when its 95% CI lies above target x (1 - tolerance)."),
+    tolerance: float = typer.Option(0.05, "--tolerance", callback=in_range(BY_NAME["tolerance"]), help="For plain targets: a job passes when the 99% interval over its runs lies above target x (1 - tolerance)."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write here instead of stdout."),
     plots: Optional[Path] = typer.Option(None, "--plots", help="Write PNG plots into this folder."),
     wide_csv: Optional[Path] = typer.Option(None, "--wide-csv", help="Also write a Lambda-style CSV (system x job)."),
@@ -30,8 +30,9 @@ def report(
     of its runs (statistic sum_items/sum_seconds, not a mean of rates), its 95% CI, the window
     median, sd% over runs, and with 5+ runs MLPerf-style trimmed figures. Against a baseline
     ({job: throughput}, or {job: {target: T, lower: -0.05, upper: null}} or {job: {floor: F}}):
-    diff %, a verdict (pass, fail, or inconclusive when the CI straddles a bound) and a score
-    (weighted geometric mean of ratios). Exit 1 when a job fails its target."""
+    diff %, a verdict from the 99% interval over runs, never windows (pass, fail, or inconclusive
+    when it straddles a bound, with one run, or against a baseline folder whose load differed 3x)
+    and a score (weighted geometric mean of ratios). Exit 1 when a job fails its target."""
     from dnnbench.results.report import report_command
     raise typer.Exit(report_command(results, fmt, baseline, weight, tolerance, output, plots, wide_csv, strict,
                                      wide=wide))
@@ -44,8 +45,9 @@ def compare(a: Path = typer.Argument(..., help="Results of machine/image A."),
             wide: bool = typer.Option(False, "--wide", help=WIDE_HELP)):
     """Two result sets side by side, job by job: throughput (sum_items/sum_seconds) with its 95% CI,
     B/A with its 99% interval over runs (each run one observation: windows share the load of their
-    moment), and a verdict: same, faster, slower or inconclusive (one run a side always is: runs
-    measured apart cannot tell a change from the load of their moment; compare-images alternates)."""
+    moment), and a verdict: same, faster, slower or inconclusive (one run a side always is, and
+    so is a load that differed 3x between the sides; a smaller difference widens the interval by
+    its factor: runs measured apart are not alternated; compare-images alternates)."""
     from dnnbench.results.report import compare_command
     compare_command(a, b, tolerance, strict, wide)
 

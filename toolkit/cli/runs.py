@@ -389,7 +389,7 @@ def reproduce(
     results: Path = typer.Option(Path("results"), "--results", help="The new run goes in RESULTS/<run-id>/."),
     run_id: Optional[str] = typer.Option(None, "--run-id", help="Name of the new run folder."),
     data: Optional[Path] = typer.Option(None, "--data", "-d", help="The dataset's folder here, when the result ran on one elsewhere."),
-    tolerance: float = typer.Option(0.05, "--tolerance", callback=in_range(BY_NAME["tolerance"]), help="Reproduced when the 95% CI of new/old is within 1 +- this."),
+    tolerance: float = typer.Option(0.05, "--tolerance", callback=in_range(BY_NAME["tolerance"]), help="Reproduced when the 99% interval of new/old over runs is within 1 +- this."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Do not echo the run's output."),
     env: List[str] = typer.Option([], "--env", "-e", help=FILE_ENV_HELP),
     rounds: int = typer.Option(8, "--rounds", callback=in_range(BY_NAME["rounds"]),

@@ -3,8 +3,14 @@
 A job's target is a number (passes at >= target x (1 - --tolerance)), or a mapping:
   {target: 2790, lower: -0.05, upper: null}   relative bounds: [target x (1 + lower), target x (1 + upper)]
   {floor: 2600}                               an absolute lower bound (target, if given, for diff% only)
-The verdict compares the headline's 95 % CI with the bounds: pass (all of it inside), fail (all
-of it outside), inconclusive (it straddles a bound).
+A results folder as the baseline gives each job its runs there (`Measured`).
+
+The verdict is the one rule's (results/rounds.py), over runs, never windows (windows share the
+load of their moment): against a target, the interval of the runs' figure (`rounds.target`);
+against a baseline folder, the interval of B/A over the runs of both sides, measured apart, so
+inconclusive when their recorded load differed by results/load.APART or a side has one run
+(`rounds.apart_gate`). pass: all of it inside the bounds; fail: all of it outside; else
+inconclusive, with why.
 """
 from __future__ import annotations
 
@@ -28,6 +34,17 @@ class Bounds:
         parts = ([f">= {numbers.fmt(self.low)}"] if self.low is not None else []) + \
             ([f"<= {numbers.fmt(self.high)}"] if self.high is not None else [])
         return ", ".join(parts) or "-"
+
+
+@dataclass
+class Measured:
+    """A baseline job's runs (a results folder): each run's figure and load average."""
+    values: list[float]
+    loads: list[float]
+    target: float | None      # their pooled figure (diff % is against it)
+
+    def describe(self) -> str:
+        return f"{len(self.values)} run{'s' if len(self.values) != 1 else ''}"
 
 
 def is_bounds(value) -> bool:
@@ -70,19 +87,31 @@ def parse(path: Path, job: str, value: dict) -> Bounds:
                   high=min(highs) if highs else None)
 
 
-def judge(target, headline: dict, tolerance: float) -> dict:
+def judge(target, runs: list[dict], headline: dict, tolerance: float) -> dict:
     """The baseline columns of a report row: target, bounds, diff%, verdict (and pass: True,
-    False or None when inconclusive or without a target)."""
+    False or None when inconclusive or without a target), and target_why: what would decide an
+    inconclusive one."""
+    from dnnbench.results import load, rounds
     if target is None:
-        return {"target": None, "bounds": None, "diff_pct": None, "target_verdict": None, "pass": None}
-    bounds = target if isinstance(target, Bounds) else Bounds(target=target, low=target * (1 - tolerance), high=None)
+        return {"target": None, "bounds": None, "diff_pct": None, "target_verdict": None, "pass": None,
+                "target_why": None}
+    if isinstance(target, Measured):
+        bounds = Bounds(target=target.target, low=None if target.target is None else target.target * (1 - tolerance),
+                        high=None)
+    else:
+        bounds = target if isinstance(target, Bounds) else Bounds(target=target, low=target * (1 - tolerance), high=None)
     value = headline.get("value")
     if value is None:       # no run of the job finished: the gate cannot pass what did not run
         return {"target": bounds.target, "bounds": bounds.describe(), "diff_pct": None, "target_verdict": "missing",
-                "pass": False}
-    low = headline.get("ci95_low") if headline.get("ci95_low") is not None else value
-    high = headline.get("ci95_high") if headline.get("ci95_high") is not None else value
-    verdict = numbers.verdict(low, high, bounds.low, bounds.high)
+                "pass": False, "target_why": None}
+    figures = [numbers.run_headline(r)["value"] for r in runs]
+    figures = [f for f in figures if f]
+    if isinstance(target, Measured):
+        j = rounds.apart_gate(target.values, figures, tolerance, loads_base=target.loads,
+                              loads_runs=load.of_runs(runs))
+    else:
+        j = rounds.target(figures, bounds.low, bounds.high, loads=load.of_runs(runs))
     return {"target": bounds.target, "bounds": bounds.describe(),
             "diff_pct": 100 * (value / bounds.target - 1) if bounds.target else None,
-            "target_verdict": verdict, "pass": {"pass": True, "fail": False}.get(verdict)}
+            "target_verdict": j.verdict, "pass": {"pass": True, "fail": False}.get(j.verdict),
+            "target_why": j.why or None if j.verdict == "inconclusive" else None}

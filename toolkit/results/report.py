@@ -190,19 +190,20 @@ def collect(paths: list[Path], system: str | None = None, strict: bool = False) 
     return jobs
 
 
-def load_baseline(path: Path, strict: bool = False) -> dict[str, float | baseline_mod.Bounds]:
+def load_baseline(path: Path, strict: bool = False) -> dict[str, float | baseline_mod.Bounds | baseline_mod.Measured]:
     """Targets per job: a YAML/JSON mapping {job: throughput} (or {job: {throughput: x}}, or
     ReFrame-style bounds {job: {target: x, lower: -0.05, upper: null}} / {job: {floor: x}}, see
     results/baseline.py), or a results folder whose jobs' figures become the targets."""
-    if path.is_dir():
-        return {j.job: j.throughput for j in collect([path], strict=strict).values() if j.throughput}
+    if path.is_dir():      # its runs, each one observation (results/rounds.py judges them apart)
+        return {j.job: baseline_mod.Measured(values=list(j.rates), loads=load.of_runs(j.results), target=j.throughput)
+                for j in collect([path], strict=strict).values() if j.throughput}
     from dnnbench import yaml_files
     data = yaml_files.load(path, "baseline")
     if isinstance(data, dict) and "targets" in data:
         data = data["targets"]
     if not isinstance(data, dict):
         raise DnnbenchError(f"baseline {path}: expected a mapping of job -> throughput")
-    out: dict[str, float | baseline_mod.Bounds] = {}
+    out: dict[str, float | baseline_mod.Bounds | baseline_mod.Measured] = {}
     for job, value in data.items():
         if baseline_mod.is_bounds(value):
             out[str(job)] = baseline_mod.parse(path, str(job), value)
@@ -258,11 +259,9 @@ def rows(jobs: dict, baseline: dict | None, tolerance: float) -> list[dict]:
                "throughput": j.throughput, **_statistics(j.headline), "scaling": scaling_efficiency(j, jobs),
                "verdict": job_verdict(j.verdicts), **time_to_target(j.results),
                "slow_hosts": fleet.slow_hosts(j.results), "undecided_hosts": fleet.undecided(j.results),
-               "wide_why": load.why_wide(j.headline.get("ci95_pct"), j.n,
-                                         [w for r in j.results for w in r.get("windows") or []])}
-        row["ci_note"] = ci_note(row)
+               "ci_note": load.explain(j.headline, [w for r in j.results for w in r.get("windows") or []])}
         if baseline is not None:
-            row.update(baseline_mod.judge(baseline.get(name), j.headline, tolerance))
+            row.update(baseline_mod.judge(baseline.get(name), j.results, j.headline, tolerance))
         out.append(row)
     if baseline is not None:     # a baseline job no result names: missing, and the gate fails
         ran = {j.job for j in jobs.values()}
@@ -270,26 +269,9 @@ def rows(jobs: dict, baseline: dict | None, tolerance: float) -> list[dict]:
             row = {"system": "-", "job": name, "image": None, "base": None, "ci_note": None, "workload": None, "batch_size": None, "amp": None, "world_size": None,
                    "unit": None, "n": 0, "failed": 0, "throughput": None, **_statistics({}), "scaling": None,
                    "verdict": None}
-            row.update(baseline_mod.judge(baseline[name], {}, tolerance))
+            row.update(baseline_mod.judge(baseline[name], [], {}, tolerance))
             out.append(row)
     return out
-
-
-WIDE_CI_PCT = 50.0     # a 95 % CI wider than +-50 % of the figure says little about it
-
-
-def ci_note(row: dict) -> str | None:
-    """Why a job's CI is too wide to mean anything, in words: too few runs or windows to estimate
-    the spread, or runs that disagree (the load on the machine changed between them)."""
-    pct = row.get("ci95_pct")
-    if not isinstance(pct, (int, float)) or pct <= WIDE_CI_PCT:
-        return None
-    runs, windows = row.get("n") or 0, row.get("windows") or 0
-    if runs >= 3 and (row.get("sd_pct") or 0) > WIDE_CI_PCT / 2:
-        return (f"the runs disagree (sd {row['sd_pct']:.0f} % over {runs} runs): the load changed between runs; "
-                f"run it again on a quiet machine")
-    return (f"too few runs ({runs} run{'s' if runs != 1 else ''}, {windows} timed windows) to estimate the spread: "
-            f"add --repeat or --until-ci")
 
 
 def time_to_target(results: list[dict]) -> dict:
@@ -415,25 +397,32 @@ def _write(path: Path, text: str) -> None:
 
 def compare_command(a: Path, b: Path, tolerance: float = 0.05, strict: bool = False,
                     wide: bool = False) -> dict[str, str]:
-    """A and B side by side, job by job, with B/A, its 95 % CI and a verdict; returns the verdicts."""
-    from dnnbench.console import Column, escape, print_table
+    """A and B side by side, job by job, with B/A, its 99 % interval over runs and a verdict
+    (results/rounds.apart: measured apart, so never alternated); returns the verdicts."""
+    from dnnbench.console import Column, escape, out, print_table
+    from dnnbench.results import rounds
     found_a, found_b = collect([a], system="A", strict=strict), collect([b], system="B", strict=strict)
     ja = {column_name(j, found_a): j for j in found_a.values()}
     jb = {column_name(j, found_b): j for j in found_b.values()}
     columns = [Column("job", key=True), Column("A", right=True, rank=9), Column("+-95% A", right=True, rank=6),
                Column("B", right=True, rank=9), Column("+-95% B", right=True, rank=6),
                Column("B/A", right=True, rank=8), Column("B/A 99% CI", right=True, rank=7), Column("verdict", decides=True)]
-    verdicts, cells = {}, []
+    verdicts, cells, why = {}, [], []
     for name in sorted(set(ja) | set(jb)):
         x, y = ja.get(name), jb.get(name)
         hx, hy = (x.headline if x else {}), (y.headline if y else {})
-        r = numbers.runs_ratio(x.results if x else [], y.results if y else [], tolerance)
-        verdicts[name] = r["verdict"]
-        span = "-" if r["low"] is None else f"{r['low']:.3f}-{r['high']:.3f}"
+        j = rounds.apart(list(x.rates) if x else [], list(y.rates) if y else [], tolerance,
+                         loads_a=load.of_runs(x.results) if x else [], loads_b=load.of_runs(y.results) if y else [])
+        verdicts[name] = "-" if j.ratio is None else j.verdict
+        if j.ratio is not None and j.verdict == "inconclusive" and j.why:
+            why.append(f"{name}: inconclusive: {j.why}")
+        span = "-" if j.low is None or j.high is None else f"{j.low:.3f}-{j.high:.3f}"
         cells.append([escape(visible(name, one_line=True)), numbers.fmt(hx.get("value")), _fmt(hx.get("ci95_pct")),
-                      numbers.fmt(hy.get("value")), _fmt(hy.get("ci95_pct")), _fmt(r["value"], 3), span,
+                      numbers.fmt(hy.get("value")), _fmt(hy.get("ci95_pct")), _fmt(j.ratio, 3), span,
                       verdicts[name]])
     print_table(escape(f"A = {visible(a, one_line=True)}   B = {visible(b, one_line=True)}   (throughput = "
-                       f"{numbers.STATISTIC}; verdict: the 99% interval of B/A over runs within 1 +- {tolerance:g})"), columns, cells,
-                wide=wide)
+                       f"{numbers.STATISTIC}; verdict: the 99% interval of B/A over runs, measured apart, "
+                       f"not alternated, within 1 +- {tolerance:g})"), columns, cells, wide=wide)
+    for line in why:
+        out.print(escape(visible(line, one_line=True)))
     return verdicts

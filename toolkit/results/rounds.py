@@ -102,6 +102,7 @@ class Judgement:
     rounds: int
     done: bool
     why: str = ""
+    alternated: bool = True     # False: the sides were measured apart (a recorded run, a baseline)
 
     def pct(self) -> str:
         """'-12.3 % (-15.0 .. -9.4)': the ratio as a change with its interval."""
@@ -225,7 +226,7 @@ def order(items: list, round_index: int) -> list:
     return list(items) if round_index % 2 == 0 else list(items)[::-1]
 
 
-def unpaired(a: list[float], b: list[float], tolerance: float, confidence: float = CONFIDENCE) -> Judgement:
+def _unpaired(a: list[float], b: list[float], tolerance: float, confidence: float = CONFIDENCE) -> Judgement:
     """B against A from runs that were not alternated (two result sets measured apart): each run
     one observation, Welch's interval of the difference of the mean log figures, one look. Fewer
     than two runs a side: inconclusive (one run cannot tell a change from the load of its moment)."""
@@ -248,3 +249,133 @@ def unpaired(a: list[float], b: list[float], tolerance: float, confidence: float
     why = "" if verdict != "inconclusive" else \
         f"runs of each side disagree by {(math.exp(math.sqrt(max(va * len(la), vb * len(lb)))) - 1) * 100:.0f} % (sd)"
     return Judgement(verdict, ratio, math.exp(mean - half), math.exp(mean + half), min(len(la), len(lb)), True, why)
+
+
+# --- sides measured apart: runs as the unit, the load of each side compared -------------------
+# A baseline from last week, a result set from another day, the recorded run `reproduce` starts
+# from: the sides cannot be alternated, so a load that differed between their moments would be
+# the verdict. The unit is a run (never a window), the interval says it is not alternated, and a
+# verdict turns inconclusive when the sides' recorded load differs by load.APART or more, or
+# when a side has too few runs to show its spread.
+
+def _apart_loads(j: Judgement, loads_a: list | None, loads_b: list | None, classify) -> Judgement:
+    """The sides' recorded load in the verdict: differing by load.APART or more, inconclusive;
+    by a smaller factor f, the interval is widened f times each way (a CPU run slowed by a load
+    f times as high at most f times) and judged again with `classify(low, high)`, so a verdict
+    stands only beyond what the load could have made."""
+    from dnnbench.results import load
+    j.alternated = False
+    factor = load.apart(loads_a or [], loads_b or [])
+    if factor is None:
+        return j
+    said = f"the load differed {factor:.1f}x between the sides (not alternated: measure them in rounds)"
+    if factor < load.APART - 1e-9:      # rounding: a factor of APART is APART
+        if factor > 1.0 and j.low is not None and j.high is not None:
+            j.low, j.high = j.low / factor, j.high * factor
+            verdict = classify(j.low, j.high)
+            if verdict != j.verdict:
+                j.verdict, j.why = verdict, said + (f"; {j.why}" if j.why else "")
+        return j
+    if j.verdict != "inconclusive":
+        j.verdict = "inconclusive"
+        j.why = said
+    elif said not in j.why:
+        j.why = f"{j.why}; {said}" if j.why else said
+    return j
+
+
+def apart(a: list[float], b: list[float], tolerance: float, *, loads_a: list | None = None,
+          loads_b: list | None = None, confidence: float = CONFIDENCE) -> Judgement:
+    """B against A from two sets of runs measured apart (`compare`, a baseline folder): each run
+    one observation, Welch's interval of the mean log figures (one look at `confidence`):
+    faster, slower, same or inconclusive; the interval widened by the factor the sides' load
+    differed by, and inconclusive whatever the interval when that is load.APART or more, or a
+    side has fewer than two runs."""
+    return _apart_loads(_unpaired(a, b, tolerance, confidence), loads_a, loads_b,
+                        lambda low, high: _band(math.log(low), math.log(high), tolerance))
+
+
+GATE = {"faster": "pass", "same": "pass", "slower": "fail", "inconclusive": "inconclusive"}
+
+
+def apart_gate(base: list[float], runs: list[float], tolerance: float, *, loads_base: list | None = None,
+               loads_runs: list | None = None, confidence: float = CONFIDENCE) -> Judgement:
+    """Runs against a baseline's runs (a results folder, measured apart): pass when B/A's
+    interval lies wholly above 1 - tolerance, fail when wholly below it, else inconclusive; the
+    loads and the run counts as `apart`."""
+    j = _unpaired(base, runs, tolerance, confidence)
+    if j.low is not None and j.high is not None:
+        j.verdict = _within(j.low, j.high, 1 - tolerance, None)
+        j.why = "" if j.verdict != "inconclusive" else \
+            f"the interval of runs/baseline ({j.low:.3f}-{j.high:.3f}) straddles {1 - tolerance:.3g}"
+    else:
+        j.verdict = "inconclusive"
+    return _apart_loads(j, loads_base, loads_runs, lambda low, high: _within(low, high, 1 - tolerance, None))
+
+
+def _within(low: float, high: float, lower: float | None, upper: float | None) -> str:
+    """pass when [low, high] lies within the bounds, fail when wholly outside one, else
+    inconclusive (it straddles a bound)."""
+    if lower is not None and high < lower or upper is not None and low > upper:
+        return "fail"
+    if (lower is None or low >= lower) and (upper is None or high <= upper):
+        return "pass"
+    return "inconclusive"
+
+
+def target(values: list[float], lower: float | None, upper: float | None, *, loads: list | None = None,
+           confidence: float = CONFIDENCE) -> Judgement:
+    """Runs against fixed bounds (a baseline file's target): Student's t interval of the runs'
+    mean log figure, each run one observation (never its windows), one look at `confidence`;
+    pass, fail or inconclusive (the interval straddles a bound, or fewer than two runs: one run
+    cannot tell the job from the load of its moment). Its ratio is the figure over the bounds'
+    middle, its low/high the interval of the figure."""
+    logs = [math.log(x) for x in values if x and x > 0]
+    if not logs:
+        return Judgement("inconclusive", None, None, None, 0, True, "no run finished", alternated=False)
+    mean = statistics.fmean(logs)
+    if len(logs) < 2:
+        return Judgement("inconclusive", math.exp(mean), None, None, 1, True,
+                         "1 run: two or more (--repeat) make an interval over runs", alternated=False)
+    half = t_quantile(1.0 - (1.0 - confidence) / 2.0, len(logs) - 1) * statistics.stdev(logs) / math.sqrt(len(logs))
+    low, high = math.exp(mean - half), math.exp(mean + half)
+    verdict = _within(low, high, lower, upper)
+    why = ""
+    if verdict == "inconclusive":
+        why = f"the {len(logs)} runs' interval straddles a bound (more runs narrow it)"
+    note = _load_note(loads)
+    if note:
+        why = f"{why}; {note.replace('rounds', 'runs')}" if why else note.replace("rounds", "runs")
+    return Judgement(verdict, math.exp(mean), low, high, len(logs), True, why, alternated=False)
+
+
+def single_sided(new: list[float], recorded: float, tolerance: float, max_rounds: int = MAX_ROUNDS, *,
+                 loads_new: list | None = None, load_recorded: float | None = None,
+                 confidence: float = CONFIDENCE, first: int = FIRST_LOOK) -> Judgement:
+    """New runs against one recorded run that cannot be measured again (`reproduce` without a
+    second image): the recorded run is one draw with the new runs' spread, so the interval of
+    log(mean new / recorded) is the t interval with se = sd x sqrt(1/n + 1) (a prediction
+    interval), looked at as `judge` looks (from `first` runs on, Bonferroni over the looks); the
+    verdict turns inconclusive when the recorded load and the new runs' differ by load.APART."""
+    lr = math.log(recorded) if recorded and recorded > 0 else None
+    logs = [math.log(x) - lr for x in new if x and x > 0] if lr is not None else []
+    n = len(logs)
+    if not n:
+        return Judgement("inconclusive", None, None, None, 0, True, "no figure on one side", alternated=False)
+    mean = statistics.fmean(logs)
+    planned = looks(max(max_rounds, n), first)
+    low = high = None
+    if n in planned and n >= 2:
+        alpha = (1.0 - confidence) / len(planned)
+        half = t_quantile(1.0 - alpha / 2.0, n - 1) * statistics.stdev(logs) * math.sqrt(1.0 / n + 1.0)
+        low, high = mean - half, mean + half
+    verdict = _band(low, high, tolerance)
+    done = verdict != "inconclusive" or n >= max_rounds
+    why = "" if verdict != "inconclusive" else (
+        f"{n} run(s): the first look is after {first}" if low is None else
+        "the new runs' spread, with the one recorded run's, straddles the tolerance: "
+        "--image with the original image alternates the two")
+    j = Judgement(verdict, math.exp(mean), None if low is None else math.exp(low),
+                  None if high is None else math.exp(high), n, done, why)
+    return _apart_loads(j, [load_recorded] if load_recorded is not None else [], loads_new,
+                        lambda low, high: _band(math.log(low), math.log(high), tolerance))

@@ -387,10 +387,15 @@ def compare_images_command(opts: RunOptions, images: list[str] | None, bases: st
         if all(j.done for j in judged.values()):
             break
         session.planned = (max_rounds - n - 1) * len(members)
-    rows = []
+    from dnnbench.results import load
+    rows, wide_lines = [], []
     for i in members:
         runs = [r[i] for r in table]
         figure, f = _pooled(runs), facts(runs[0])
+        said = load.explain(figure, [w for s in runs for w in (s.result or {}).get("windows") or []])
+        if said:
+            ci = "no 95% CI" if figure.get("ci95_pct") is None else f"+-95% CI {figure['ci95_pct']:.1f} %"
+            wide_lines.append(f"{listed[i][0]}: {ci}, wide: {said}")
         j = judged.get(i)
         span = "-" if j is None or j.low is None else f"{j.low:.3f}-{j.high:.3f}"
         rows.append([escape(listed[i][0]), escape(str(f.get("pytorch", "-"))), escape(str(f.get("cuda", "-"))),
@@ -404,6 +409,8 @@ def compare_images_command(opts: RunOptions, images: list[str] | None, bases: st
                  Column("+-95%", right=True, rank=6), Column("ratio CI", right=True, rank=7),
                  Column("ratio", right=True, rank=8), Column("verdict", decides=True)],
                 rows, wide=wide)
+    for line in wide_lines:   # the pooled figure's CI: why it is wide (the verdict needs no narrow one)
+        out.print(escape(line))
     for i, j in judged.items():
         if j.why:
             out.print(f"{escape(listed[i][0])}: {j.verdict} after {j.rounds} round{'s' if j.rounds != 1 else ''}: "
@@ -420,34 +427,75 @@ def _ci(h: dict) -> str:
     return "-" if h.get("ci95_pct") is None else f"{h['ci95_pct']:.1f} %"
 
 
-def _judge_ends(session: Rounds, lo: int, hi: int, tolerance: float, max_rounds: int) -> rounds_mod.Judgement:
-    """The ends in rounds (good bad, bad good, ...) until hi/lo is decided or max_rounds."""
-    table: list[dict[int, Step]] = []
-    for n in range(max_rounds):
-        table.append(session.round([lo, hi], n, max_rounds))
-        j = rounds_mod.judge(_logs(table, lo, hi), tolerance, max_rounds, loads=_loads(table, [lo, hi]))
-        if j.done:
-            return j
-    return j
+@dataclasses.dataclass
+class Search:
+    """What bisect's rounds found: how it ended ("found"; "ends": the ends not decidedly apart,
+    nothing to bisect; "range": a midpoint undecided), the range lo..hi the evidence supports,
+    the ends' judgement, the last one (the first slower against the last good, or the undecided
+    midpoint's) and that midpoint."""
+    how: str
+    lo: int
+    hi: int
+    ends: rounds_mod.Judgement
+    last: rounds_mod.Judgement
+    mid: int | None = None
 
 
-def _judge_mid(session: Rounds, lo: int, mid: int, hi: int, max_rounds: int) -> tuple[rounds_mod.Judgement,
-                                                                                          list[dict[int, Step]]]:
-    """A midpoint against both ends, in rounds (good mid bad, bad mid good, ...): its side from
-    log(mid / geometric middle of the ends) until decided or max_rounds."""
-    table: list[dict[int, Step]] = []
+def _stage(round_of, lo: int, mid: int | None, hi: int, tolerance: float, max_rounds: int, ends_too: bool):
+    """Rounds of the ends (good bad, bad good, ...), or of a midpoint with both ends of its range
+    (good mid bad, bad mid good, ...: the midpoint in the middle of every round, so a drift within
+    a round weighs on it as on the ends' middle), until what it judges is decided or max_rounds:
+    the ends' ratio (`ends_too`), the midpoint's side on log(mid / geometric middle of the ends).
+    Each judgement is the rule's at the look where it was decided, kept from then on. Returns
+    (the ends' judgement or None, the midpoint's or None, the rounds).
+
+    Judging the ends on the first midpoint's rounds was measured and left out (BENCHMARKS.md:
+    6 runs fewer where the rounds decide a drop, more where nothing decides, and a ramp leaves
+    a small drop undecided twice as often)."""
+    table: list[dict] = []
+    ends = middle = None
+    members = [lo, hi] if mid is None else [lo, hi, mid] if ends_too else [lo, mid, hi]
     for n in range(max_rounds):
-        table.append(session.round([lo, mid, hi], n, max_rounds))
-        j = rounds_mod.side(_mid_logs(table, lo, mid, hi), max_rounds, loads=_loads(table, [lo, mid, hi]))
-        if j.done:
+        table.append(round_of(members, n, max_rounds))
+        loads = _loads(table, members)
+        if ends_too and (ends is None or not ends.done):
+            ends = rounds_mod.judge(_logs(table, lo, hi), tolerance, max_rounds, loads=loads)
+        if mid is not None and (middle is None or not middle.done):
+            middle = rounds_mod.side(_mid_logs(table, lo, mid, hi), max_rounds, loads=loads)
+        if ends is not None and ends.done and ends.verdict != "slower":
+            break     # nothing to bisect: a midpoint does not matter
+        if (ends is None or ends.done) and (middle is None or middle.done):
             break
-    return j, table
+    return ends, middle, table
+
+
+def search(round_of, lo: int, hi: int, tolerance: float, max_rounds: int) -> Search:
+    """Bisect's search in rounds; `round_of(members, n, of)` measures round n of the members (in
+    rounds_mod.order) and returns {index: Step}. The ends in rounds of their own until bad/good
+    is decided; then each midpoint in rounds with the ends of its range; one it cannot place ends
+    the search with the range that holds the first slower image."""
+    ends, _, table = _stage(round_of, lo, None, hi, tolerance, max_rounds, True)
+    assert ends is not None
+    if ends.verdict != "slower":
+        return Search("ends", lo, hi, ends, ends)
+    last = ends
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        _, middle, table = _stage(round_of, lo, mid, hi, tolerance, max_rounds, False)
+        assert middle is not None
+        if middle.verdict == "bad":
+            last, hi = rounds_mod.judge(_logs(table, lo, mid), tolerance, len(table)), mid
+        elif middle.verdict == "good":
+            last, lo = rounds_mod.judge(_logs(table, mid, hi), tolerance, len(table)), mid
+        else:
+            return Search("range", lo, hi, ends, middle, mid)
+    return Search("found", lo, hi, ends, last)
 
 
 def bisect_command(opts: RunOptions, good: str | None, bad: str | None, images: list[str] | None,
                    bases: str | None, tolerance: float, rounds: int | None = None) -> int:
     """Measure both ends in rounds, then halve the list, each midpoint judged in rounds against
-    both ends, until the first slower image is found; exit 0 with the answer, 1 when the ends are
+    both ends of its range, until the first slower image is found (`search`); exit 0 with the answer, 1 when the ends are
     not decidedly apart or a midpoint stays inconclusive (then the range the evidence supports)."""
     started = time.monotonic()
     if images is None and bases is None:
@@ -473,34 +521,25 @@ def bisect_command(opts: RunOptions, good: str | None, bad: str | None, images: 
     template = dataclasses.replace(template, run_id=folder.name)
     if not _check_first(template, listed[lo:hi + 1], folder):
         return 0
-    steps_left = max(1, math.ceil(math.log2(hi - lo))) if hi - lo > 1 else 0
-    session = Rounds(folder, listed, template, max_rounds * (2 + 3 * steps_left))
-    ends = _judge_ends(session, lo, hi, tolerance, max_rounds)
-    if ends.verdict != "slower":
-        said = {"same": "the same within the tolerance", "faster": "faster",
-                "inconclusive": "not decidedly apart"}[ends.verdict]
+    steps = max(1, math.ceil(math.log2(hi - lo)))
+    session = Rounds(folder, listed, template, max_rounds * (2 + (3 * steps if hi - lo > 1 else 0)))
+    found = search(session.round, lo, hi, tolerance, max_rounds)
+    ends, lo, hi, last = found.ends, found.lo, found.hi, found.last
+    if found.how == "ends":
+        said = {"same": "the same within the tolerance",
+                "inconclusive": "not decidedly apart"}.get(ends.verdict, ends.verdict)
         out.print(f"the ends are {said}: {escape(refs[hi])} vs {escape(refs[lo])} {ends.pct()} after "
                   f"{ends.rounds} rounds (tolerance {tolerance:g}); nothing to bisect"
                   + (f"; {escape(ends.why)}" if ends.why else ""))
         _footer(session, started, folder)
         return 1
-    last = ends
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        session.planned = max_rounds * 3 * max(1, math.ceil(math.log2(hi - lo)))
-        j, table = _judge_mid(session, lo, mid, hi, max_rounds)
-        if j.verdict == "bad":
-            last = rounds_mod.judge(_logs(table, lo, mid), tolerance, j.rounds)
-            hi = mid
-        elif j.verdict == "good":
-            last = rounds_mod.judge(_logs(table, mid, hi), tolerance, j.rounds)
-            lo = mid
-        else:
-            out.print(f"{escape(refs[mid])} stays inconclusive against both ends after {j.rounds} rounds "
-                      f"({escape(j.why)}): the first slower image is after {escape(refs[lo])}, up to "
-                      f"{escape(refs[hi])} (the images from {lo + 1} to {hi} of the list, counted from 0)")
-            _footer(session, started, folder)
-            return 1
+    if found.how == "range":
+        assert found.mid is not None
+        out.print(f"{escape(refs[found.mid])} stays inconclusive against both ends after {last.rounds} rounds "
+                  f"({escape(last.why)}): the first slower image is after {escape(refs[lo])}, up to "
+                  f"{escape(refs[hi])} (the images from {lo + 1} to {hi} of the list, counted from 0)")
+        _footer(session, started, folder)
+        return 1
     out.print(f"first slower: {escape(refs[hi])} ({last.pct()}), last good: {escape(refs[lo])}")
     at = {s.index: s for s in session.steps}
     changes = changed_facts(at[lo], at[hi])

@@ -354,7 +354,9 @@ def reproduce_command(result: Path, *, runtime: str | None, image: str | None, r
         except DnnbenchError as exc:
             info(f"the original image cannot run here ({exc}): the verdict is single-sided")
     old = numbers.run_headline(data)["value"]
+    then = load_mod.of_result(data).get("load1")
     figures: dict[str, list[float]] = {k: [] for k in sides}
+    runs: dict[str, list[dict]] = {k: [] for k in sides}
     base_id, code, j = None, 0, None
     for n in range(max_rounds):
         for side in rounds_mod.order(list(sides), n):
@@ -370,24 +372,33 @@ def reproduce_command(result: Path, *, runtime: str | None, image: str | None, r
             if new.get("status") != "ok":
                 return code or 1
             figures[side].append(numbers.run_headline(new)["value"])
-        base = figures["original"] if "original" in sides else [old] * len(figures["new"])
-        j = rounds_mod.judge(rounds_mod.log_ratios(base, figures["new"]), tolerance, max_rounds)
+            runs[side].append(new)
+        if "original" in sides:     # alternated: paired rounds
+            j = rounds_mod.judge(rounds_mod.log_ratios(figures["original"], figures["new"]), tolerance, max_rounds,
+                                 loads=load_mod.of_runs(runs["new"] + runs["original"]))
+        else:                       # measured apart from the recorded run: its load compared
+            j = rounds_mod.single_sided(figures["new"], old or 0.0, tolerance, max_rounds,
+                                        loads_new=load_mod.of_runs(runs["new"]), load_recorded=then)
         if j.done:
             break
     assert j is not None
-    then = load_mod.of_result(data).get("load1")
     single = "original" not in sides
     out.print(f"recorded: {numbers.fmt(old)}/s; new: " + ", ".join(numbers.fmt(v) for v in figures["new"])
               + ("" if single else "; original again: " + ", ".join(numbers.fmt(v) for v in figures["original"]))
               + f"; new/{'recorded' if single else 'original'} {j.pct()} over {j.rounds} run"
               + ("s" if j.rounds != 1 else ""), markup=False)
+    for side, done in runs.items():   # a wide interval of the new runs (or the original's): why
+        pooled = numbers.job_headline(done)
+        wide = load_mod.explain(pooled, [w for r in done for w in r.get("windows") or []])
+        if wide:
+            out.print(f"{side} runs: +-95% CI {pooled['ci95_pct'] or 0:.1f} %, wide: {wide}", markup=False)
     words = {"same": f"reproduced: the new figure is within +-{tolerance:.0%} of the "
                      f"{'old' if single else 'original'}",
              "faster": f"not reproduced: the new runs are faster by more than {tolerance:.0%}",
              "slower": f"not reproduced: the new runs are slower by more than {tolerance:.0%}",
              "inconclusive": f"inconclusive: {j.why}"}
     out.print(f"verdict: {words[j.verdict]}" + (
-        " (single-sided: the recorded figure cannot be measured again and is taken as exact; its "
-        f"load then {'unknown' if then is None else f'{then:.1f}'})" if single else
+        " (single-sided, not alternated: the recorded run cannot be measured again and counts as one "
+        f"run with the new runs' spread; its load then {'unknown' if then is None else f'{then:.1f}'})" if single else
         " (the original and the new image alternated in rounds)"), markup=False)
     return 1 if j.verdict in ("faster", "slower") else 0

@@ -64,16 +64,16 @@ def md_cell(text: str) -> str:
 
 
 def notes(table: list[dict], total_score: float | None) -> list[str]:
-    """The lines under the table: the score against a baseline, each CI too wide to mean anything
-    and why, each slow host of a fleet."""
+    """The lines under the table: the score against a baseline, each wide CI and why, each
+    verdict against the baseline left inconclusive and why, each slow host of a fleet."""
     lines = [] if total_score is None else [
         f"score (weighted geometric mean of throughput/target): {total_score:.3f}"]
-    for r in table:   # one line a job whose CI is wide: why, in words (too few runs, the load)
-        why = [r["ci_note"]] if r.get("ci_note") else []
-        why += [w for w in (r.get("wide_why") or "").split("; ") if w and not (why and w.startswith("too few"))]
-        if why:
+    for r in table:   # one line a job whose CI is wide: why, in words (results/load.why_wide)
+        if r.get("ci_note"):
             ci = "no 95% CI" if r.get("ci95_pct") is None else f"+-95% CI {fmt(r['ci95_pct'])} %"
-            lines.append(f"{r['job']}{' @ ' + r['image'] if r.get('image') else ''}: {ci}, "
-                         + ("too wide to mean anything: " if r.get("ci_note") else "wide: ") + "; ".join(why))
+            lines.append(f"{r['job']}{' @ ' + r['image'] if r.get('image') else ''}: {ci}, wide: {r['ci_note']}")
+    for r in table:   # a verdict against the baseline that is not pass or fail: what would decide it
+        if r.get("target_why"):
+            lines.append(f"{r['job']}: vs target {r.get('target_verdict')}: {r['target_why']}")
     return lines + [fleet.describe(r["job"], r["unit"] or "", slow) for r in table for slow in r.get("slow_hosts") or []] \
         + [f"{r['job']}: {line}" for r in table for line in r.get("undecided_hosts") or []]
