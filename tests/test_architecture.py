@@ -484,19 +484,20 @@ def test_every_job_kind_is_one_object_in_the_table():
     assert set(kinds.KINDS) == {"run", "train", "script"}
     for name, kind in kinds.KINDS.items():
         assert kind.name == name and inspect.getsourcefile(type(kind)) == str(ROOT / KIND_FILES[0])
-        for part in ("check", "profile", "argv", "env", "mounts"):
+        for part in ("check", "check_spread", "profile", "module_args", "env", "mounts", "manifest", "made"):
             assert callable(getattr(kind, part)), (name, part)
         assert isinstance(kind.workdir, str) and kind.workdir.startswith("/")
+        assert isinstance(kind.requeues, bool) and isinstance(kind.resumes, bool)
     row = next(line for line in (ROOT / "README.md").read_text().splitlines()
                if line.lstrip().startswith("| job kind "))
     assert f"| {len(KIND_FILES)} |" in row and "`toolkit/runs/kinds.py`" in row and "`KINDS`" in row
 
 
-def test_a_local_runs_plan_is_made_in_one_place():
-    """kinds.build_plan makes the plan of every kind (run, train, run --script, a suite's job,
-    bisect's steps); slurm.py's sbatch plan is the one other maker (not yet through the kinds)."""
+def test_every_plan_is_made_in_one_place():
+    """kinds.plan makes the plan of every kind in every placement (run, train, run --script, a
+    suite's job, bisect's steps, reproduce, an sbatch job's steps)."""
     found = {str(path.relative_to(ROOT)) for path in (ROOT / "toolkit").rglob("*.py") if plan_makers(path)}
-    assert found == {"toolkit/runs/kinds.py", "toolkit/runs/slurm.py"}, found
+    assert found == {"toolkit/runs/kinds.py"}, found
 
 
 def test_the_plan_maker_check_finds_a_plan(tmp_path):

@@ -195,11 +195,6 @@ def launcher(python: str, nproc: int) -> list[str]:
                                          f"--nproc_per_node={nproc}"]
 
 
-def entry_argv(python: str, workload: str, nproc: int) -> list[str]:
-    """One process, or torchrun (torch.distributed.run, PyTorch 1.9+) with one process per GPU."""
-    return launcher(python, nproc) + ["-m", "dnnbench.workloads", workload]
-
-
 def base_run_facts(base_name: str | None) -> dict:
     """The base's run settings (NGC's ulimits and ipc): a catalogued base's own, an uncatalogued
     NGC tag's from the nearest release, as `render` takes its recipe."""

@@ -314,9 +314,12 @@ def _warn_host_versions(data: dict) -> None:
 def plan_for(data: dict, opts):
     """The plan that runs a result's job again: `train`'s for a training result, else `run`'s."""
     from dnnbench.runs import kinds
-    if kind_of(data) == "training":
-        return kinds.build_plan(kinds.KINDS["train"], opts, train_options(data["workload"], data["options"])[0])
-    return kinds.build_plan(kinds.kind_of(opts), opts)
+    kind = kinds.of_result(data)
+    return kinds.build_plan(kind, opts, _JOB.get(kind.name, lambda d: None)(data))
+
+
+# what a kind of result gives its kind's plan beside the options (a training's train block)
+_JOB = {"train": lambda data: train_options(data["workload"], data["options"])[0]}
 
 
 def reproduce_command(result: Path, *, runtime: str | None, image: str | None, results: Path,
