@@ -174,23 +174,30 @@ _AROUND_THE_FILE_LAYER = {
 }
 
 
-def _calls_around_the_file_layer(path: Path) -> list[tuple[int, str]]:
+def lines_where(path: Path, hit) -> list[tuple[int, str]]:
+    """(line number, line) of every node of the module's syntax tree that `hit(node)` says yes to:
+    the one walker the checks below share."""
     lines = path.read_text(encoding="utf-8").splitlines()
-    found = []
-    for node in ast.walk(ast.parse("\n".join(lines))):
-        if not isinstance(node, ast.Call):
-            continue
-        f = node.func
-        bare_open = isinstance(f, ast.Name) and f.id in ("open", "fdopen") or (
-            isinstance(f, ast.Attribute) and f.attr == "open" and isinstance(f.value, ast.Name)
-            and f.value.id in ("os", "io", "codecs"))
-        path_call = isinstance(f, ast.Attribute) and f.attr in _FILE_CALLS and not (
-            isinstance(f.value, ast.Name) and f.value.id == "fileio")
-        json_load = isinstance(f, ast.Attribute) and f.attr == "load" and isinstance(f.value, ast.Name) \
-            and f.value.id == "json"
-        if bare_open or path_call or json_load:
-            found.append((node.lineno, lines[node.lineno - 1].strip()))
-    return found
+    return [(node.lineno, lines[node.lineno - 1].strip()) for node in ast.walk(ast.parse("\n".join(lines)))
+            if hit(node)]
+
+
+def _around_the_file_layer(node) -> bool:
+    if not isinstance(node, ast.Call):
+        return False
+    f = node.func
+    bare_open = isinstance(f, ast.Name) and f.id in ("open", "fdopen") or (
+        isinstance(f, ast.Attribute) and f.attr == "open" and isinstance(f.value, ast.Name)
+        and f.value.id in ("os", "io", "codecs"))
+    path_call = isinstance(f, ast.Attribute) and f.attr in _FILE_CALLS and not (
+        isinstance(f.value, ast.Name) and f.value.id == "fileio")
+    json_load = isinstance(f, ast.Attribute) and f.attr == "load" and isinstance(f.value, ast.Name) \
+        and f.value.id == "json"
+    return bare_open or path_call or json_load
+
+
+def _calls_around_the_file_layer(path: Path) -> list[tuple[int, str]]:
+    return lines_where(path, _around_the_file_layer)
 
 
 def test_every_file_in_a_users_folder_goes_through_the_file_layer():
@@ -218,31 +225,29 @@ _UNPICKLERS = {"pickle", "cPickle", "_pickle", "dill", "cloudpickle", "joblib", 
 _CODE_FROM_DATA: dict[tuple[str, str], str] = {}   # (module, fragment of the line) -> reason; none so far
 
 
+def _runs_code(node) -> bool:
+    if isinstance(node, ast.Import):
+        return any(alias.name.split(".")[0] in _UNPICKLERS for alias in node.names)
+    if isinstance(node, ast.ImportFrom):
+        return (node.module or "").split(".")[0] in _UNPICKLERS or (node.module or "").startswith(
+            "torch") and any(alias.name == "load" for alias in node.names)
+    if not isinstance(node, ast.Call):
+        return False
+    f = node.func
+    dotted = []
+    while isinstance(f, ast.Attribute):
+        dotted.append(f.attr)
+        f = f.value
+    if isinstance(f, ast.Name):
+        dotted.append(f.id)
+    dotted.reverse()
+    return len(dotted) >= 2 and (dotted[0] in _UNPICKLERS or dotted[0] == "torch" and dotted[-1] in (
+        "load", "loads") or dotted[-1] in ("Unpickler", "load_state") and dotted[0] != "self") \
+        or any(k.arg == "allow_pickle" for k in node.keywords)
+
+
 def _loaders_that_run_code(path: Path) -> list[tuple[int, str]]:
-    lines = path.read_text(encoding="utf-8").splitlines()
-    found = []
-    for node in ast.walk(ast.parse("\n".join(lines))):
-        hit = False
-        if isinstance(node, ast.Import):
-            hit = any(alias.name.split(".")[0] in _UNPICKLERS for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            hit = (node.module or "").split(".")[0] in _UNPICKLERS or (node.module or "").startswith(
-                "torch") and any(alias.name == "load" for alias in node.names)
-        elif isinstance(node, ast.Call):
-            f = node.func
-            dotted = []
-            while isinstance(f, ast.Attribute):
-                dotted.append(f.attr)
-                f = f.value
-            if isinstance(f, ast.Name):
-                dotted.append(f.id)
-            dotted.reverse()
-            hit = len(dotted) >= 2 and (dotted[0] in _UNPICKLERS or dotted[0] == "torch" and dotted[-1] in (
-                "load", "loads") or dotted[-1] in ("Unpickler", "load_state") and dotted[0] != "self") \
-                or any(k.arg == "allow_pickle" for k in node.keywords)
-        if hit:
-            found.append((node.lineno, lines[node.lineno - 1].strip()))
-    return found
+    return lines_where(path, _runs_code)
 
 
 def test_nothing_read_back_can_run_code():
@@ -504,3 +509,94 @@ def test_the_plan_maker_check_finds_a_plan(tmp_path):
     bad = tmp_path / "bad.py"
     bad.write_text("p = plan_mod.RunPlan(runtime='x')\nq = RunPlan()\nr = RunPlanner()\n")
     assert plan_makers(bad) == [1, 2]
+
+
+# Where deciding by kind is right, and why: (module, a fragment of the line) -> reason. The
+# kinds themselves, and the parsing that names a job's kind (a command's flags, a suite file's
+# keys); everything that runs a job asks its kind object instead.
+_KIND_DECIDERS = {
+    ("toolkit/runs/kinds.py", ""): "the kinds themselves",
+    ("toolkit/cli/", ""): "the commands' parsing: --script or a workload, --train",
+    ("toolkit/runs/suite_schema.py", ""): "a suite file's parsing: a job's `train:` block",
+    ("toolkit/runs/suite.py", "def load"): "a suite file's parsing: `script:`, `workload:` or `train:`",
+    ("toolkit/runs/suite.py", "def _options"): "a suite job's keys as RunOptions takes them, as the CLI's",
+    ("toolkit/runs/suite.py", "def _script_options"): "the same, a `script:` job's own keys",
+    ("toolkit/runs/reproduce.py", ""): "a result's options read back for its kind (problems, options_for): "
+                                       "not yet the kinds' (see kinds.of_result)",
+}
+_KIND_SLOTS = {"script", "train", "training"}     # what names a job's kind when it is there or not
+
+
+def _kind_words() -> set[str]:
+    from dnnbench.runs import kinds
+    return set(kinds.KINDS) | {"training", "workload"}
+
+
+def _decides_by_kind(node, words: set[str]) -> bool:
+    """`kind.name == "train"`, `kind_of(x) == "script"`, `opts.script is not None`, `train is
+    None`, `spec.get("train") is not None`, `KINDS["train"]`: what picks what runs by kind."""
+    def slot(e) -> bool:
+        if isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr == "get" and e.args:
+            e = e.args[0]
+            return isinstance(e, ast.Constant) and e.value in _KIND_SLOTS
+        return isinstance(e, ast.Name) and e.id in _KIND_SLOTS or isinstance(e, ast.Attribute) and e.attr in _KIND_SLOTS
+    if isinstance(node, ast.Subscript) and ast.unparse(node.value).split(".")[-1] == "KINDS":
+        return True
+    if not isinstance(node, ast.Compare):
+        return False
+    operands = [node.left, *node.comparators]
+    if any(isinstance(op, (ast.Is, ast.IsNot)) for op in node.ops) and any(slot(e) for e in operands) \
+            and any(isinstance(e, ast.Constant) and e.value is None for e in operands):
+        return True
+    said = {e.value for e in operands if isinstance(e, ast.Constant) and isinstance(e.value, str)}
+    asked = " ".join(ast.unparse(e) for e in operands if not isinstance(e, ast.Constant))
+    return bool(said & words) and ("kind" in asked or asked.endswith(".name"))
+
+
+def kind_decisions(path: Path, words: set[str]) -> list[tuple[int, str]]:
+    return lines_where(path, lambda node: _decides_by_kind(node, words))
+
+
+def _functions(path: Path) -> list[tuple[str, int, int]]:
+    """(`def NAME`, first line, last line) of every function of a module."""
+    return [(f"def {n.name}", n.lineno, n.end_lineno or n.lineno) for n in ast.walk(ast.parse(path.read_text()))
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+
+
+def _allowed(rel: str, lineno: int, line: str, functions, allowed: dict) -> bool:
+    """Listed with its reason: by module (a prefix), and a fragment of the line or `def NAME`,
+    the function it lies in."""
+    return any(rel.startswith(mod) and (fragment in line if not fragment.startswith("def ") else any(
+        name == fragment and first <= lineno <= last for name, first, last in functions))
+        for mod, fragment in allowed)
+
+
+def test_nothing_outside_the_kinds_decides_by_kind():
+    """A placement (local, Slurm, suite, bisect, reproduce) asks the kind object what runs, what
+    it checks and mounts, whether it requeues or resumes; a new `if train is not None` or
+    `kind == "script"` fails here unless listed above with its reason."""
+    words = _kind_words()
+    stray = []
+    for path in (ROOT / "toolkit").rglob("*.py"):
+        rel = path.relative_to(ROOT).as_posix()
+        found = kind_decisions(path, words)
+        functions = _functions(path) if found else []
+        stray += [f"{rel}:{lineno}: {line}" for lineno, line in found
+                  if not _allowed(rel, lineno, line, functions, _KIND_DECIDERS)]
+    assert not stray, "deciding by kind outside toolkit/runs/kinds.py:\n" + "\n".join(stray)
+
+
+def test_the_kind_check_finds_each_way_to_decide(tmp_path):
+    planted = tmp_path / "m.py"
+    planted.write_text('if o.train is not None:\n    pass\nif opts.script is None:\n    pass\n'
+                       'if kind.name == "train":\n    pass\nif kind_of(data) == "script":\n    pass\n'
+                       'k = KINDS["train"]\nif spec.get("train") is not None:\n    pass\n'
+                       'if kind.requeues:\n    pass\nif p.suffix == ".train":\n    pass\nif x is None:\n    pass\n'
+                       'if name == "train":\n    pass\n')
+    assert sorted(n for n, _ in kind_decisions(planted, _kind_words())) == [1, 3, 5, 7, 9, 10]
+    parsing = tmp_path / "p.py"
+    parsing.write_text("def load(job):\n    return job.get('train') is not None\n\n\n"
+                       "def run(job):\n    return job.get('train') is not None\n")
+    allowed = {("p.py", "def load")}
+    assert [n for n, line in kind_decisions(parsing, _kind_words())
+            if not _allowed("p.py", n, line, _functions(parsing), allowed)] == [6]

@@ -84,10 +84,6 @@ def check_options(opts: RunOptions) -> None:
     if opts.loader == "gpu" and not opts.gpus:
         warn("--loader gpu without --gpus: the GPU loader's steps run, decoding on the CPU (a check of that "
              "path, not a GPU's speed); add --gpus to decode on a GPU")
-    if opts.script is None:   # a script's arguments are its own: its --data is not dnnbench's
-        check_extra(opts.extra)
-        from dnnbench.runs import workload_args
-        workload_args.check(opts.workload, opts.extra)   # `train` checks with its own parser first
 
 
 def check_extra(extra: list[str]) -> None:

@@ -68,6 +68,9 @@ class Benchmark:
                 raise DnnbenchError(f"--{option.replace('_', '-')} goes with --script")
         workload, kind = checks.check_workload(opts.workload)
         checks.check_options(opts)
+        checks.check_extra(opts.extra)   # a workload's arguments (a script's are its own)
+        from dnnbench.runs import workload_args
+        workload_args.check(opts.workload, opts.extra)   # `train` checks with its own parser first
         gpu_ids = _gpus(opts)
         return Checked(workload, checks.check_data(opts.data, workload, kind), gpu_ids)
 
@@ -83,6 +86,10 @@ class Benchmark:
         """`-m MODULE ...`: what follows the Python (or the launcher a placement puts in front)."""
         return ["-m", "dnnbench.workloads", checked.workload] + checks.harness_args(
             opts, data_in=where.data_in, results_in=where.results_in, run_id=run_id, device=device)
+
+    def job(self, block: Optional[dict], resume: bool) -> Optional[dict]:
+        """The kind's own options (a suite job's block of them) as its plan takes them."""
+        return None
 
     def env(self, where: Where) -> dict:
         return {}
@@ -120,6 +127,9 @@ class Training(Benchmark):
 
     def check_spread(self, flag: str) -> None:
         raise DnnbenchError(f"{flag} times benchmark windows; --train trains epochs")
+
+    def job(self, block: Optional[dict], resume: bool) -> Optional[dict]:
+        return dict(block or {}, resume=resume)
 
     def profile(self, opts: RunOptions, gpu_ids, img) -> Optional[str]:
         super().profile(opts, gpu_ids, img)   # refused as for a benchmark; a training run has no window
@@ -164,6 +174,9 @@ class Script:
 
     def check_spread(self, flag: str) -> None:
         raise DnnbenchError(f"{flag} is for workloads, not --script")
+
+    def job(self, block: Optional[dict], resume: bool) -> Optional[dict]:
+        return None
 
     def profile(self, opts: RunOptions, gpu_ids, img) -> Optional[str]:
         return None

@@ -173,9 +173,8 @@ def _kind(run: Run):
 def plan_of(run: Run, opts, resume: bool = False):
     """The plan of one run, by its kind (a `train:` job's resume: from its checkpoints)."""
     from dnnbench.runs import kinds
-    train = run.spec.get("train")
-    job = None if train is None else dict(train, resume=resume)
-    return kinds.build_plan(_kind(run), opts, job, resume=resume)
+    kind = _kind(run)
+    return kinds.build_plan(kind, opts, kind.job(run.spec.get("train"), resume), resume=resume)
 
 
 def _resumable(run: Run, run_dir: Path) -> bool:
