@@ -182,6 +182,33 @@ def lines_where(path: Path, hit) -> list[tuple[int, str]]:
             if hit(node)]
 
 
+def _functions(path: Path) -> list[tuple[str, int, int]]:
+    """(`def NAME`, first line, last line) of every function of a module."""
+    return [(f"def {n.name}", n.lineno, n.end_lineno or n.lineno) for n in ast.walk(ast.parse(path.read_text()))
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+
+
+def _allowed(rel: str, lineno: int, line: str, functions, allowed: dict) -> bool:
+    """Listed with its reason: by module (a prefix), and a fragment of the line or `def NAME`,
+    the function it lies in."""
+    return any(rel.startswith(mod) and (fragment in line if not fragment.startswith("def ") else any(
+        name == fragment and first <= lineno <= last for name, first, last in functions))
+        for mod, fragment, *_ in allowed)
+
+
+def strays(paths, find, allowed: dict) -> list[str]:
+    """`module:line: text` of what `find(path)` finds in the modules, less what `allowed` lists
+    with its reason."""
+    out = []
+    for path in paths:
+        rel = path.relative_to(ROOT).as_posix()
+        found = find(path)
+        functions = _functions(path) if found else []
+        out += [f"{rel}:{lineno}: {line}" for lineno, line in found
+                if not _allowed(rel, lineno, line, functions, allowed)]
+    return out
+
+
 def _around_the_file_layer(node) -> bool:
     if not isinstance(node, ast.Call):
         return False
@@ -203,12 +230,7 @@ def _calls_around_the_file_layer(path: Path) -> list[tuple[int, str]]:
 def test_every_file_in_a_users_folder_goes_through_the_file_layer():
     """By construction, not by case: a new bare open() or Path.write_text() on the host or
     container side fails here unless it is listed above with its reason."""
-    stray = []
-    for path in modules().values():
-        rel = path.relative_to(ROOT).as_posix()
-        for lineno, line in _calls_around_the_file_layer(path):
-            if not any(rel == mod and fragment in line for mod, fragment in _AROUND_THE_FILE_LAYER):
-                stray.append(f"{rel}:{lineno}: {line}")
+    stray = strays(modules().values(), _calls_around_the_file_layer, _AROUND_THE_FILE_LAYER)
     assert not stray, "around workloads/fileio.py:\n" + "\n".join(stray)
 
 
@@ -253,12 +275,7 @@ def _loaders_that_run_code(path: Path) -> list[tuple[int, str]]:
 def test_nothing_read_back_can_run_code():
     """A results folder is often shared: no reader on the host or container side unpickles
     (pickle, dill, torch.load, numpy's allow_pickle), unless listed above with its reason."""
-    stray = []
-    for path in modules().values():
-        rel = path.relative_to(ROOT).as_posix()
-        for lineno, line in _loaders_that_run_code(path):
-            if not any(rel == mod and fragment in line for mod, fragment in _CODE_FROM_DATA):
-                stray.append(f"{rel}:{lineno}: {line}")
+    stray = strays(modules().values(), _loaders_that_run_code, _CODE_FROM_DATA)
     assert not stray, "a reader that can run code from a file:\n" + "\n".join(stray)
 
 
@@ -511,19 +528,18 @@ def test_the_plan_maker_check_finds_a_plan(tmp_path):
     assert plan_makers(bad) == [1, 2]
 
 
-# Where deciding by kind is right, and why: (module, a fragment of the line) -> reason. The
-# kinds themselves, and the parsing that names a job's kind (a command's flags, a suite file's
+# Where deciding by kind is right, and why. The kinds themselves, and the parsing that names a job's kind (a command's flags, a suite file's
 # keys); everything that runs a job asks its kind object instead.
-_KIND_DECIDERS = {
-    ("toolkit/runs/kinds.py", ""): "the kinds themselves",
-    ("toolkit/cli/", ""): "the commands' parsing: --script or a workload, --train",
-    ("toolkit/runs/suite_schema.py", ""): "a suite file's parsing: a job's `train:` block",
-    ("toolkit/runs/suite.py", "def load"): "a suite file's parsing: `script:`, `workload:` or `train:`",
-    ("toolkit/runs/suite.py", "def _options"): "a suite job's keys as RunOptions takes them, as the CLI's",
-    ("toolkit/runs/suite.py", "def _script_options"): "the same, a `script:` job's own keys",
-    ("toolkit/runs/reproduce.py", ""): "a result's options read back for its kind (problems, options_for): "
-                                       "not yet the kinds' (see kinds.of_result)",
-}
+_KIND_DECIDERS = (   # (module, a fragment of the line or `def FUNCTION`, why)
+    ("toolkit/runs/kinds.py", "", "the kinds themselves"),
+    ("toolkit/cli/", "", "the commands' parsing: --script or a workload, --train"),
+    ("toolkit/runs/suite_schema.py", "", "a suite file's parsing: a job's `train:` block"),
+    ("toolkit/runs/suite.py", "def load", "a suite file's parsing: `script:`, `workload:` or `train:`"),
+    ("toolkit/runs/suite.py", "def _options", "a suite job's keys as RunOptions takes them, as the CLI's"),
+    ("toolkit/runs/suite.py", "def _script_options", "the same, a `script:` job's own keys"),
+    ("toolkit/runs/reproduce.py", "", "a result's options read back for its kind (problems, options_for): "
+                                      "not yet the kinds' (see kinds.of_result)"),
+)
 _KIND_SLOTS = {"script", "train", "training"}     # what names a job's kind when it is there or not
 
 
@@ -557,46 +573,31 @@ def kind_decisions(path: Path, words: set[str]) -> list[tuple[int, str]]:
     return lines_where(path, lambda node: _decides_by_kind(node, words))
 
 
-def _functions(path: Path) -> list[tuple[str, int, int]]:
-    """(`def NAME`, first line, last line) of every function of a module."""
-    return [(f"def {n.name}", n.lineno, n.end_lineno or n.lineno) for n in ast.walk(ast.parse(path.read_text()))
-            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
-
-
-def _allowed(rel: str, lineno: int, line: str, functions, allowed: dict) -> bool:
-    """Listed with its reason: by module (a prefix), and a fragment of the line or `def NAME`,
-    the function it lies in."""
-    return any(rel.startswith(mod) and (fragment in line if not fragment.startswith("def ") else any(
-        name == fragment and first <= lineno <= last for name, first, last in functions))
-        for mod, fragment in allowed)
-
-
 def test_nothing_outside_the_kinds_decides_by_kind():
     """A placement (local, Slurm, suite, bisect, reproduce) asks the kind object what runs, what
     it checks and mounts, whether it requeues or resumes; a new `if train is not None` or
     `kind == "script"` fails here unless listed above with its reason."""
     words = _kind_words()
-    stray = []
-    for path in (ROOT / "toolkit").rglob("*.py"):
-        rel = path.relative_to(ROOT).as_posix()
-        found = kind_decisions(path, words)
-        functions = _functions(path) if found else []
-        stray += [f"{rel}:{lineno}: {line}" for lineno, line in found
-                  if not _allowed(rel, lineno, line, functions, _KIND_DECIDERS)]
+    stray = strays((ROOT / "toolkit").rglob("*.py"), lambda path: kind_decisions(path, words), _KIND_DECIDERS)
     assert not stray, "deciding by kind outside toolkit/runs/kinds.py:\n" + "\n".join(stray)
+
+
+# Each way to decide by kind, and look-alikes that are not: (a line of code, found or not)
+_KIND_LINES = [('if o.train is not None: pass', True), ('if opts.script is None: pass', True),
+               ('if kind.name == "train": pass', True), ('if kind_of(data) == "script": pass', True),
+               ('k = KINDS["train"]', True), ('if spec.get("train") is not None: pass', True),
+               ('if kind.requeues: pass', False), ('if p.suffix == ".train": pass', False),
+               ('if x is None: pass', False), ('if name == "train": pass', False)]
 
 
 def test_the_kind_check_finds_each_way_to_decide(tmp_path):
     planted = tmp_path / "m.py"
-    planted.write_text('if o.train is not None:\n    pass\nif opts.script is None:\n    pass\n'
-                       'if kind.name == "train":\n    pass\nif kind_of(data) == "script":\n    pass\n'
-                       'k = KINDS["train"]\nif spec.get("train") is not None:\n    pass\n'
-                       'if kind.requeues:\n    pass\nif p.suffix == ".train":\n    pass\nif x is None:\n    pass\n'
-                       'if name == "train":\n    pass\n')
-    assert sorted(n for n, _ in kind_decisions(planted, _kind_words())) == [1, 3, 5, 7, 9, 10]
+    planted.write_text("".join(code + "\n" for code, _ in _KIND_LINES))
+    assert sorted(n for n, _ in kind_decisions(planted, _kind_words())) == \
+        [n for n, (_, found) in enumerate(_KIND_LINES, 1) if found]
     parsing = tmp_path / "p.py"
     parsing.write_text("def load(job):\n    return job.get('train') is not None\n\n\n"
                        "def run(job):\n    return job.get('train') is not None\n")
-    allowed = {("p.py", "def load")}
+    allowed = [("p.py", "def load", "the parsing")]
     assert [n for n, line in kind_decisions(parsing, _kind_words())
             if not _allowed("p.py", n, line, _functions(parsing), allowed)] == [6]

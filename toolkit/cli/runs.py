@@ -78,13 +78,21 @@ def _workload_or_script(workload: Optional[str], extra: list, script) -> tuple[O
     return workload, extra
 
 
-@with_params(SCRIPT_PARAMS, key="script_opts")
-@with_harness_options()
-@with_host_options("run")
+def job_command(name: str):
+    """A command that runs a workload or a --script (run, slurm): the script's options, the
+    harness options and the command's host options (host_options.COMMANDS[name])."""
+    def wrap(command):
+        return with_params(SCRIPT_PARAMS, key="script_opts")(with_harness_options()(with_host_options(name)(command)))
+    return wrap
+
+
+WORKLOAD_OR_SCRIPT = typer.Argument(None, help="Workload name (`dnnbench workloads` lists them); none with --script.")
+
+
+@job_command("run")
 def run(
     ctx: typer.Context,
-    workload: Optional[str] = typer.Argument(None, help="Workload name (`dnnbench workloads` lists them); "
-                                                        "none with --script."),
+    workload: Optional[str] = WORKLOAD_OR_SCRIPT,
     synthetic: bool = typer.Option(False, "--synthetic", help="Synthetic batches made on the device (the default without --data)."),
     profile: Optional[Profiler] = typer.Option(None, "--profile",
                                           help="Profile the timed window (--start-iter/--stop-iter pick it); "
@@ -131,13 +139,10 @@ Options after `--` go to the workload unchanged."""
 
 
 @with_harness_options(options=_train_options(), key="train")
-@with_params(SCRIPT_PARAMS, key="script_opts")
-@with_harness_options()
-@with_host_options("slurm")
+@job_command("slurm")
 def slurm(
     ctx: typer.Context,
-    workload: Optional[str] = typer.Argument(None, help="Workload name (`dnnbench workloads` lists them); "
-                                                        "none with --script."),
+    workload: Optional[str] = WORKLOAD_OR_SCRIPT,
     nodes: int = typer.Option(1, "--nodes", "-N", callback=in_range(BY_NAME["nodes"]), help="Nodes (one torchrun agent each)."),
     gpus_per_node: int = typer.Option(0, "--gpus-per-node", "-G", callback=in_range(BY_NAME["gpus_per_node"]), help="GPUs per node, one process each; 0 runs on CPUs (gloo)."),
     nproc_per_node: Optional[int] = typer.Option(None, "--nproc-per-node", callback=in_range(BY_NAME["nproc_per_node"]), help="CPU runs: processes per node (default 1)."),
