@@ -5,6 +5,7 @@ below them, the container side never importing the host side; and the extension 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -601,3 +602,92 @@ def test_the_kind_check_finds_each_way_to_decide(tmp_path):
     allowed = [("p.py", "def load", "the parsing")]
     assert [n for n, line in kind_decisions(parsing, _kind_words())
             if not _allowed("p.py", n, line, _functions(parsing), allowed)] == [6]
+
+
+def readme_additions() -> dict[str, str]:
+    """The README's table of what each kind of addition touches (Development): the addition's
+    name (its first cell, less a parenthesis) -> its row."""
+    lines = (ROOT / "README.md").read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.strip() == "| addition | files | what |")
+    rows = {}
+    for line in lines[start + 2:]:
+        if not line.lstrip().startswith("| "):
+            break
+        rows[line.split("|")[1].split(" (")[0].strip()] = line
+    return rows
+
+
+def _module_file(module: str) -> Path:
+    parts = module.split(".")
+    top = PACKAGES["dnnbench.workloads"] if parts[:2] == ["dnnbench", "workloads"] else PACKAGES["dnnbench"]
+    rest = parts[2:] if top == PACKAGES["dnnbench.workloads"] else parts[1:]
+    return top.joinpath(*rest).with_suffix(".py")
+
+
+def _workloads_hold() -> None:
+    from dnnbench.workloads import WORKLOADS
+    for name, spec in WORKLOADS.items():
+        path = ROOT / "workloads" / "models" / f"{spec.module}.py"
+        assert f"class {spec.cls}(" in path.read_text(), (name, path)
+
+
+def _host_options_hold() -> None:
+    from dnnbench.cli.host_options import COMMANDS, OPTIONS
+    from dnnbench.runs.options import HOST_FIELDS
+    assert set(OPTIONS) <= set(HOST_FIELDS)
+    assert all(set(rows) <= set(OPTIONS) for rows in COMMANDS.values())
+
+
+def _formats_hold() -> None:
+    from dnnbench.results.formats import FORMATS
+    assert {_module_file(f.render.__module__).parent for f in FORMATS.values()} == {ROOT / "toolkit/results/formats"}
+
+
+def _profilers_hold() -> None:
+    from dnnbench.profilers import PROFILERS
+    assert {_module_file(p.read.__module__).parent for p in PROFILERS.values()} == {ROOT / "toolkit/profilers"}
+
+
+def _placements_hold() -> None:
+    """The placements are the modules that wrap a kind's module_args in a launcher: the local
+    one (kinds.build_plan) and Slurm's, the two the row names."""
+    found = {path.relative_to(ROOT).as_posix() for path in (ROOT / "toolkit").rglob("*.py")
+             if lines_where(path, lambda n: isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                            and n.func.attr == "module_args")}
+    assert found == {"toolkit/runs/kinds.py", "toolkit/runs/slurm.py"}, found
+
+
+def _training_kinds_hold() -> None:
+    import inspect
+
+    from dnnbench.workloads import train_tasks
+    assert all(inspect.getsourcefile(task) == train_tasks.__file__ for task in train_tasks.TASKS.values())
+
+
+# Each addition the README names: the words its row must say, and what here holds the row true
+# (engines and job kinds have tests of their own above).
+ADDITIONS = {
+    "workload": (("`workloads/models/`", "`WORKLOADS`"), _workloads_hold),
+    "harness option": (("`workloads/options.py`", "`RunOptions`"), test_run_options_hold_every_host_harness_option),
+    "host option": (("`toolkit/cli/host_options.py`", "`OPTIONS`", "`COMMANDS`"), _host_options_hold),
+    "report format": (("`toolkit/results/formats/`", "`FORMATS`"), _formats_hold),
+    "profiler": (("`toolkit/profilers/`", "`PROFILERS`"), _profilers_hold),
+    "engine": (("`toolkit/containers/engines/`", "`ENGINES`"), test_every_engine_is_its_module_and_its_line),
+    "job kind": (("`toolkit/runs/kinds.py`", "`KINDS`"), test_every_job_kind_is_one_object_in_the_table),
+    "placement": (("`module_args`", "`kinds.plan`", "`toolkit/runs/slurm.py`"), _placements_hold),
+    "kind of training": (("`workloads/train_tasks.py`", "`TASKS`"), _training_kinds_hold),
+}
+
+
+def test_the_readme_says_where_each_addition_goes_and_each_line_holds():
+    """One README line per kind of addition (a workload, an option of either table, a report
+    format, a profiler, an engine, a job kind, a placement), each naming files that exist and
+    held true by the check beside it."""
+    rows = readme_additions()
+    assert set(rows) == set(ADDITIONS), set(rows) ^ set(ADDITIONS)
+    for name, (words, holds) in ADDITIONS.items():
+        for word in words:
+            assert word in rows[name], (name, word)
+        for path in re.findall(r"`((?:toolkit|workloads|tests)/[^`]*)`", rows[name]):
+            assert (ROOT / path).exists(), (name, path)
+        holds()
