@@ -538,8 +538,6 @@ _KIND_DECIDERS = (   # (module, a fragment of the line or `def FUNCTION`, why)
     ("toolkit/runs/suite.py", "def load", "a suite file's parsing: `script:`, `workload:` or `train:`"),
     ("toolkit/runs/suite.py", "def _options", "a suite job's keys as RunOptions takes them, as the CLI's"),
     ("toolkit/runs/suite.py", "def _script_options", "the same, a `script:` job's own keys"),
-    ("toolkit/runs/reproduce.py", "", "a result's options read back for its kind (problems, options_for): "
-                                      "not yet the kinds' (see kinds.of_result)"),
 )
 _KIND_SLOTS = {"script", "train", "training"}     # what names a job's kind when it is there or not
 
