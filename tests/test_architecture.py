@@ -507,7 +507,7 @@ def test_every_job_kind_is_one_object_in_the_table():
     assert set(kinds.KINDS) == {"run", "train", "script"}
     for name, kind in kinds.KINDS.items():
         assert kind.name == name and inspect.getsourcefile(type(kind)) == str(ROOT / KIND_FILES[0])
-        for part in ("check", "check_spread", "profile", "module_args", "env", "mounts", "manifest", "made"):
+        for part in ("check", "check_spread", "profile", "module_args", "job", "env", "mounts", "manifest", "made"):
             assert callable(getattr(kind, part)), (name, part)
         assert isinstance(kind.workdir, str) and kind.workdir.startswith("/")
         assert isinstance(kind.requeues, bool) and isinstance(kind.resumes, bool)
