@@ -411,7 +411,9 @@ def test_training_is_requeued_at_the_time_limit_and_resumes_to_the_target(slurm_
     # later start adds epochs whatever the load: the run ends, at the target or after 12 epochs
     assert data["status"] == "ok" and t["best"] is not None and (t["reached"] or len(t["epochs"]) == 12)
     assert len(t["segments"]) >= 2
-    assert data["host"]["slurm_states"][:2] == ["PENDING", "RUNNING"] and data["host"]["slurm_states"][-1] == "COMPLETED"
+    # on an idle node the job may start before the first look: PENDING is then seen at the requeues only
+    states = data["host"]["slurm_states"]
+    assert states[:2] in (["PENDING", "RUNNING"], ["RUNNING", "PENDING"]) and states[-1] == "COMPLETED"
     assert data["host"]["slurm_states"].count("RUNNING") == len(t["segments"])   # each start seen
     assert [s["slurm_restart"] for s in t["segments"]] == list(range(len(t["segments"])))
     assert {s["slurm_job"] for s in t["segments"]} == {data["host"]["slurm_job"]}
