@@ -8,7 +8,7 @@ import pytest
 import typer
 
 from dnnbench.cli import app
-from dnnbench.cli.host_options import COMMANDS, OPTIONS
+from dnnbench.cli.host_options import COMMANDS, OPTIONS, SAME
 from tests.helpers import cli_inprocess, dnnbench, one_line_error
 
 # A value each checked row refuses (a row with a check and no value here fails the test below).
@@ -43,7 +43,7 @@ def test_each_command_takes_its_rows_as_the_table_says(path, name):
     assert tuple(param.opts + param.secondary_opts) == tuple(
         f for flag in row.flags for f in flag.split("/")), (path, name)
     assert param.help == (own.help or row.help)
-    default = row.default if own.default is ... else own.default
+    default = row.default if own.default is SAME else own.default
     if default is ...:
         assert param.required
     else:

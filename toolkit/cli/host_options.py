@@ -96,11 +96,14 @@ OPTIONS = {o.name: o for o in (
 )}
 
 
+SAME: Any = object()   # a command's default that is the row's (`...`: the option is required)
+
+
 @dataclass(frozen=True)
 class Own:
     """A command's own take on a row: what differs, and only that."""
     help: Optional[str] = None
-    default: Any = ...
+    default: Any = SAME
     annotation: Any = None
     check: Optional[Callable] = None
 
@@ -167,7 +170,7 @@ def option(name: str, own: Own) -> tuple[Any, Any, Optional[Callable]]:
     """(annotation, typer.Option, check) of a row as a command takes it."""
     row = OPTIONS[name]
     check = own.check or row.check
-    default = row.default if own.default is ... else own.default
+    default = row.default if own.default is SAME else own.default
     info = typer.Option(default, *row.flags, help=own.help or row.help, callback=_checked(check) if check else None)
     return own.annotation or row.annotation, info, check
 
