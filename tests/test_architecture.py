@@ -5,6 +5,7 @@ below them, the container side never importing the host side; and the extension 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -174,34 +175,63 @@ _AROUND_THE_FILE_LAYER = {
 }
 
 
-def _calls_around_the_file_layer(path: Path) -> list[tuple[int, str]]:
+def lines_where(path: Path, hit) -> list[tuple[int, str]]:
+    """(line number, line) of every node of the module's syntax tree that `hit(node)` says yes to:
+    the one walker the checks below share."""
     lines = path.read_text(encoding="utf-8").splitlines()
-    found = []
-    for node in ast.walk(ast.parse("\n".join(lines))):
-        if not isinstance(node, ast.Call):
-            continue
-        f = node.func
-        bare_open = isinstance(f, ast.Name) and f.id in ("open", "fdopen") or (
-            isinstance(f, ast.Attribute) and f.attr == "open" and isinstance(f.value, ast.Name)
-            and f.value.id in ("os", "io", "codecs"))
-        path_call = isinstance(f, ast.Attribute) and f.attr in _FILE_CALLS and not (
-            isinstance(f.value, ast.Name) and f.value.id == "fileio")
-        json_load = isinstance(f, ast.Attribute) and f.attr == "load" and isinstance(f.value, ast.Name) \
-            and f.value.id == "json"
-        if bare_open or path_call or json_load:
-            found.append((node.lineno, lines[node.lineno - 1].strip()))
-    return found
+    return [(node.lineno, lines[node.lineno - 1].strip()) for node in ast.walk(ast.parse("\n".join(lines)))
+            if hit(node)]
+
+
+def _functions(path: Path) -> list[tuple[str, int, int]]:
+    """(`def NAME`, first line, last line) of every function of a module."""
+    return [(f"def {n.name}", n.lineno, n.end_lineno or n.lineno) for n in ast.walk(ast.parse(path.read_text()))
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+
+
+def _allowed(rel: str, lineno: int, line: str, functions, allowed: dict) -> bool:
+    """Listed with its reason: by module (a prefix), and a fragment of the line or `def NAME`,
+    the function it lies in."""
+    return any(rel.startswith(mod) and (fragment in line if not fragment.startswith("def ") else any(
+        name == fragment and first <= lineno <= last for name, first, last in functions))
+        for mod, fragment, *_ in allowed)
+
+
+def strays(paths, find, allowed: dict) -> list[str]:
+    """`module:line: text` of what `find(path)` finds in the modules, less what `allowed` lists
+    with its reason."""
+    out = []
+    for path in paths:
+        rel = path.relative_to(ROOT).as_posix()
+        found = find(path)
+        functions = _functions(path) if found else []
+        out += [f"{rel}:{lineno}: {line}" for lineno, line in found
+                if not _allowed(rel, lineno, line, functions, allowed)]
+    return out
+
+
+def _around_the_file_layer(node) -> bool:
+    if not isinstance(node, ast.Call):
+        return False
+    f = node.func
+    bare_open = isinstance(f, ast.Name) and f.id in ("open", "fdopen") or (
+        isinstance(f, ast.Attribute) and f.attr == "open" and isinstance(f.value, ast.Name)
+        and f.value.id in ("os", "io", "codecs"))
+    path_call = isinstance(f, ast.Attribute) and f.attr in _FILE_CALLS and not (
+        isinstance(f.value, ast.Name) and f.value.id == "fileio")
+    json_load = isinstance(f, ast.Attribute) and f.attr == "load" and isinstance(f.value, ast.Name) \
+        and f.value.id == "json"
+    return bare_open or path_call or json_load
+
+
+def _calls_around_the_file_layer(path: Path) -> list[tuple[int, str]]:
+    return lines_where(path, _around_the_file_layer)
 
 
 def test_every_file_in_a_users_folder_goes_through_the_file_layer():
     """By construction, not by case: a new bare open() or Path.write_text() on the host or
     container side fails here unless it is listed above with its reason."""
-    stray = []
-    for path in modules().values():
-        rel = path.relative_to(ROOT).as_posix()
-        for lineno, line in _calls_around_the_file_layer(path):
-            if not any(rel == mod and fragment in line for mod, fragment in _AROUND_THE_FILE_LAYER):
-                stray.append(f"{rel}:{lineno}: {line}")
+    stray = strays(modules().values(), _calls_around_the_file_layer, _AROUND_THE_FILE_LAYER)
     assert not stray, "around workloads/fileio.py:\n" + "\n".join(stray)
 
 
@@ -218,42 +248,35 @@ _UNPICKLERS = {"pickle", "cPickle", "_pickle", "dill", "cloudpickle", "joblib", 
 _CODE_FROM_DATA: dict[tuple[str, str], str] = {}   # (module, fragment of the line) -> reason; none so far
 
 
+def _runs_code(node) -> bool:
+    if isinstance(node, ast.Import):
+        return any(alias.name.split(".")[0] in _UNPICKLERS for alias in node.names)
+    if isinstance(node, ast.ImportFrom):
+        return (node.module or "").split(".")[0] in _UNPICKLERS or (node.module or "").startswith(
+            "torch") and any(alias.name == "load" for alias in node.names)
+    if not isinstance(node, ast.Call):
+        return False
+    f = node.func
+    dotted = []
+    while isinstance(f, ast.Attribute):
+        dotted.append(f.attr)
+        f = f.value
+    if isinstance(f, ast.Name):
+        dotted.append(f.id)
+    dotted.reverse()
+    return len(dotted) >= 2 and (dotted[0] in _UNPICKLERS or dotted[0] == "torch" and dotted[-1] in (
+        "load", "loads") or dotted[-1] in ("Unpickler", "load_state") and dotted[0] != "self") \
+        or any(k.arg == "allow_pickle" for k in node.keywords)
+
+
 def _loaders_that_run_code(path: Path) -> list[tuple[int, str]]:
-    lines = path.read_text(encoding="utf-8").splitlines()
-    found = []
-    for node in ast.walk(ast.parse("\n".join(lines))):
-        hit = False
-        if isinstance(node, ast.Import):
-            hit = any(alias.name.split(".")[0] in _UNPICKLERS for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            hit = (node.module or "").split(".")[0] in _UNPICKLERS or (node.module or "").startswith(
-                "torch") and any(alias.name == "load" for alias in node.names)
-        elif isinstance(node, ast.Call):
-            f = node.func
-            dotted = []
-            while isinstance(f, ast.Attribute):
-                dotted.append(f.attr)
-                f = f.value
-            if isinstance(f, ast.Name):
-                dotted.append(f.id)
-            dotted.reverse()
-            hit = len(dotted) >= 2 and (dotted[0] in _UNPICKLERS or dotted[0] == "torch" and dotted[-1] in (
-                "load", "loads") or dotted[-1] in ("Unpickler", "load_state") and dotted[0] != "self") \
-                or any(k.arg == "allow_pickle" for k in node.keywords)
-        if hit:
-            found.append((node.lineno, lines[node.lineno - 1].strip()))
-    return found
+    return lines_where(path, _runs_code)
 
 
 def test_nothing_read_back_can_run_code():
     """A results folder is often shared: no reader on the host or container side unpickles
     (pickle, dill, torch.load, numpy's allow_pickle), unless listed above with its reason."""
-    stray = []
-    for path in modules().values():
-        rel = path.relative_to(ROOT).as_posix()
-        for lineno, line in _loaders_that_run_code(path):
-            if not any(rel == mod and fragment in line for mod, fragment in _CODE_FROM_DATA):
-                stray.append(f"{rel}:{lineno}: {line}")
+    stray = strays(modules().values(), _loaders_that_run_code, _CODE_FROM_DATA)
     assert not stray, "a reader that can run code from a file:\n" + "\n".join(stray)
 
 
@@ -484,22 +507,185 @@ def test_every_job_kind_is_one_object_in_the_table():
     assert set(kinds.KINDS) == {"run", "train", "script"}
     for name, kind in kinds.KINDS.items():
         assert kind.name == name and inspect.getsourcefile(type(kind)) == str(ROOT / KIND_FILES[0])
-        for part in ("check", "profile", "argv", "env", "mounts"):
+        for part in ("check", "check_spread", "profile", "module_args", "job", "env", "mounts", "manifest", "made"):
             assert callable(getattr(kind, part)), (name, part)
         assert isinstance(kind.workdir, str) and kind.workdir.startswith("/")
+        assert isinstance(kind.requeues, bool) and isinstance(kind.resumes, bool)
     row = next(line for line in (ROOT / "README.md").read_text().splitlines()
                if line.lstrip().startswith("| job kind "))
     assert f"| {len(KIND_FILES)} |" in row and "`toolkit/runs/kinds.py`" in row and "`KINDS`" in row
 
 
-def test_a_local_runs_plan_is_made_in_one_place():
-    """kinds.build_plan makes the plan of every kind (run, train, run --script, a suite's job,
-    bisect's steps); slurm.py's sbatch plan is the one other maker (not yet through the kinds)."""
+def test_every_plan_is_made_in_one_place():
+    """kinds.plan makes the plan of every kind in every placement (run, train, run --script, a
+    suite's job, bisect's steps, reproduce, an sbatch job's steps)."""
     found = {str(path.relative_to(ROOT)) for path in (ROOT / "toolkit").rglob("*.py") if plan_makers(path)}
-    assert found == {"toolkit/runs/kinds.py", "toolkit/runs/slurm.py"}, found
+    assert found == {"toolkit/runs/kinds.py"}, found
 
 
 def test_the_plan_maker_check_finds_a_plan(tmp_path):
     bad = tmp_path / "bad.py"
     bad.write_text("p = plan_mod.RunPlan(runtime='x')\nq = RunPlan()\nr = RunPlanner()\n")
     assert plan_makers(bad) == [1, 2]
+
+
+# Where deciding by kind is right, and why. The kinds themselves, and the parsing that names a job's kind (a command's flags, a suite file's
+# keys); everything that runs a job asks its kind object instead.
+_KIND_DECIDERS = (   # (module, a fragment of the line or `def FUNCTION`, why)
+    ("toolkit/runs/kinds.py", "", "the kinds themselves"),
+    ("toolkit/cli/", "", "the commands' parsing: --script or a workload, --train"),
+    ("toolkit/runs/suite_schema.py", "", "a suite file's parsing: a job's `train:` block"),
+    ("toolkit/runs/suite.py", "def load", "a suite file's parsing: `script:`, `workload:` or `train:`"),
+    ("toolkit/runs/suite.py", "def _options", "a suite job's keys as RunOptions takes them, as the CLI's"),
+    ("toolkit/runs/suite.py", "def _script_options", "the same, a `script:` job's own keys"),
+)
+_KIND_SLOTS = {"script", "train", "training"}     # what names a job's kind when it is there or not
+
+
+def _kind_words() -> set[str]:
+    from dnnbench.runs import kinds
+    return set(kinds.KINDS) | {"training", "workload"}
+
+
+def _decides_by_kind(node, words: set[str]) -> bool:
+    """`kind.name == "train"`, `kind_of(x) == "script"`, `opts.script is not None`, `train is
+    None`, `spec.get("train") is not None`, `KINDS["train"]`: what picks what runs by kind."""
+    def slot(e) -> bool:
+        if isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr == "get" and e.args:
+            e = e.args[0]
+            return isinstance(e, ast.Constant) and e.value in _KIND_SLOTS
+        return isinstance(e, ast.Name) and e.id in _KIND_SLOTS or isinstance(e, ast.Attribute) and e.attr in _KIND_SLOTS
+    if isinstance(node, ast.Subscript) and ast.unparse(node.value).split(".")[-1] == "KINDS":
+        return True
+    if not isinstance(node, ast.Compare):
+        return False
+    operands = [node.left, *node.comparators]
+    if any(isinstance(op, (ast.Is, ast.IsNot)) for op in node.ops) and any(slot(e) for e in operands) \
+            and any(isinstance(e, ast.Constant) and e.value is None for e in operands):
+        return True
+    said = {e.value for e in operands if isinstance(e, ast.Constant) and isinstance(e.value, str)}
+    asked = " ".join(ast.unparse(e) for e in operands if not isinstance(e, ast.Constant))
+    return bool(said & words) and ("kind" in asked or asked.endswith(".name"))
+
+
+def kind_decisions(path: Path, words: set[str]) -> list[tuple[int, str]]:
+    return lines_where(path, lambda node: _decides_by_kind(node, words))
+
+
+def test_nothing_outside_the_kinds_decides_by_kind():
+    """A placement (local, Slurm, suite, bisect, reproduce) asks the kind object what runs, what
+    it checks and mounts, whether it requeues or resumes; a new `if train is not None` or
+    `kind == "script"` fails here unless listed above with its reason."""
+    words = _kind_words()
+    stray = strays((ROOT / "toolkit").rglob("*.py"), lambda path: kind_decisions(path, words), _KIND_DECIDERS)
+    assert not stray, "deciding by kind outside toolkit/runs/kinds.py:\n" + "\n".join(stray)
+
+
+# Each way to decide by kind, and look-alikes that are not: (a line of code, found or not)
+_KIND_LINES = [('if o.train is not None: pass', True), ('if opts.script is None: pass', True),
+               ('if kind.name == "train": pass', True), ('if kind_of(data) == "script": pass', True),
+               ('k = KINDS["train"]', True), ('if spec.get("train") is not None: pass', True),
+               ('if kind.requeues: pass', False), ('if p.suffix == ".train": pass', False),
+               ('if x is None: pass', False), ('if name == "train": pass', False)]
+
+
+def test_the_kind_check_finds_each_way_to_decide(tmp_path):
+    planted = tmp_path / "m.py"
+    planted.write_text("".join(code + "\n" for code, _ in _KIND_LINES))
+    assert sorted(n for n, _ in kind_decisions(planted, _kind_words())) == \
+        [n for n, (_, found) in enumerate(_KIND_LINES, 1) if found]
+    parsing = tmp_path / "p.py"
+    parsing.write_text("def load(job):\n    return job.get('train') is not None\n\n\n"
+                       "def run(job):\n    return job.get('train') is not None\n")
+    allowed = [("p.py", "def load", "the parsing")]
+    assert [n for n, line in kind_decisions(parsing, _kind_words())
+            if not _allowed("p.py", n, line, _functions(parsing), allowed)] == [6]
+
+
+def readme_additions() -> dict[str, str]:
+    """The README's table of what each kind of addition touches (Development): the addition's
+    name (its first cell, less a parenthesis) -> its row."""
+    lines = (ROOT / "README.md").read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.strip() == "| addition | files | what |")
+    rows = {}
+    for line in lines[start + 2:]:
+        if not line.lstrip().startswith("| "):
+            break
+        rows[line.split("|")[1].split(" (")[0].strip()] = line
+    return rows
+
+
+def _module_file(module: str) -> Path:
+    parts = module.split(".")
+    top = PACKAGES["dnnbench.workloads"] if parts[:2] == ["dnnbench", "workloads"] else PACKAGES["dnnbench"]
+    rest = parts[2:] if top == PACKAGES["dnnbench.workloads"] else parts[1:]
+    return top.joinpath(*rest).with_suffix(".py")
+
+
+def _workloads_hold() -> None:
+    from dnnbench.workloads import WORKLOADS
+    for name, spec in WORKLOADS.items():
+        path = ROOT / "workloads" / "models" / f"{spec.module}.py"
+        assert f"class {spec.cls}(" in path.read_text(), (name, path)
+
+
+def _host_options_hold() -> None:
+    from dnnbench.cli.host_options import COMMANDS, OPTIONS
+    from dnnbench.runs.options import HOST_FIELDS
+    assert set(OPTIONS) <= set(HOST_FIELDS)
+    assert all(set(rows) <= set(OPTIONS) for rows in COMMANDS.values())
+
+
+def _formats_hold() -> None:
+    from dnnbench.results.formats import FORMATS
+    assert {_module_file(f.render.__module__).parent for f in FORMATS.values()} == {ROOT / "toolkit/results/formats"}
+
+
+def _profilers_hold() -> None:
+    from dnnbench.profilers import PROFILERS
+    assert {_module_file(p.read.__module__).parent for p in PROFILERS.values()} == {ROOT / "toolkit/profilers"}
+
+
+def _placements_hold() -> None:
+    """The placements are the modules that wrap a kind's module_args in a launcher: the local
+    one (kinds.build_plan) and Slurm's, the two the row names."""
+    found = {path.relative_to(ROOT).as_posix() for path in (ROOT / "toolkit").rglob("*.py")
+             if lines_where(path, lambda n: isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                            and n.func.attr == "module_args")}
+    assert found == {"toolkit/runs/kinds.py", "toolkit/runs/slurm.py"}, found
+
+
+def _training_kinds_hold() -> None:
+    import inspect
+
+    from dnnbench.workloads import train_tasks
+    assert all(inspect.getsourcefile(task) == train_tasks.__file__ for task in train_tasks.TASKS.values())
+
+
+# Each addition the README names: the words its row must say, and what here holds the row true
+# (engines and job kinds have tests of their own above).
+ADDITIONS = {
+    "workload": (("`workloads/models/`", "`WORKLOADS`"), _workloads_hold),
+    "harness option": (("`workloads/options.py`", "`RunOptions`"), test_run_options_hold_every_host_harness_option),
+    "host option": (("`toolkit/cli/host_options.py`", "`OPTIONS`", "`COMMANDS`"), _host_options_hold),
+    "report format": (("`toolkit/results/formats/`", "`FORMATS`"), _formats_hold),
+    "profiler": (("`toolkit/profilers/`", "`PROFILERS`"), _profilers_hold),
+    "engine": (("`toolkit/containers/engines/`", "`ENGINES`"), test_every_engine_is_its_module_and_its_line),
+    "job kind": (("`toolkit/runs/kinds.py`", "`KINDS`"), test_every_job_kind_is_one_object_in_the_table),
+    "placement": (("`module_args`", "`kinds.plan`", "`toolkit/runs/slurm.py`"), _placements_hold),
+    "kind of training": (("`workloads/train_tasks.py`", "`TASKS`"), _training_kinds_hold),
+}
+
+
+def test_the_readme_says_where_each_addition_goes_and_each_line_holds():
+    """One README line per kind of addition (a workload, an option of either table, a report
+    format, a profiler, an engine, a job kind, a placement), each naming files that exist and
+    held true by the check beside it."""
+    rows = readme_additions()
+    assert set(rows) == set(ADDITIONS), set(rows) ^ set(ADDITIONS)
+    for name, (words, holds) in ADDITIONS.items():
+        for word in words:
+            assert word in rows[name], (name, word)
+        for path in re.findall(r"`((?:toolkit|workloads|tests)/[^`]*)`", rows[name]):
+            assert (ROOT / path).exists(), (name, path)
+        holds()

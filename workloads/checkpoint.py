@@ -225,6 +225,19 @@ def read_record(folder):
     return record
 
 
+def newest(folder):
+    """The newest checkpoint the folder's record lists ("" when it records none): what decides
+    whether a requeued job starts with --resume, which then reads the same record. A damaged
+    record answers its own name, so the resume refuses it in one line rather than a fresh start
+    writing a new record over the run's."""
+    try:
+        record = read_record(folder)
+    except Damaged:
+        return RECORD
+    names = record["checkpoints"] if record else []
+    return names[-1] if names else ""
+
+
 class Checkpoints(object):
     """The run's checkpoints in its folder: atomic, the last KEEP of those it recorded kept. The
     training waits only for a copy of the state (CPU tensors); serializing, writing and fsync run
@@ -540,3 +553,7 @@ def _training_problem(t, epoch, metric):
 def log(msg):
     sys.stderr.write(msg + "\n")
     sys.stderr.flush()
+
+
+if __name__ == "__main__":   # `python -m dnnbench.workloads.checkpoint FOLDER`: a Slurm job script asks
+    print(newest(sys.argv[1]) if len(sys.argv) == 2 else "")

@@ -8,20 +8,17 @@ import typer
 
 from dnnbench.console import WIDE_HELP
 
-from dnnbench.cli.harness_options import INJECTED, choice, in_range, plain, with_harness_options, with_params
+from dnnbench.cli.harness_options import INJECTED, choice, in_range, with_harness_options, with_params
+from dnnbench.cli.host_options import params as host_params, with_host_options
 from dnnbench.errors import DnnbenchError
 from dnnbench.workloads.options import BY_NAME
 from dnnbench.profilers import NAMES as PROFILERS
-from dnnbench.containers.engines import choices, lookup
-from dnnbench.runs.options import RUNTIMES, RunOptions
+from dnnbench.containers.engines import lookup
+from dnnbench.runs.options import RunOptions
 
 if TYPE_CHECKING:   # choices at run time (typer lists and checks them); strings once parsed
-    Runtime = str
-    SlurmRuntime = str
     Profiler = str
 else:
-    Runtime = choice("Runtime", RUNTIMES)
-    SlurmRuntime = choice("SlurmRuntime", choices(slurm=True))
     Profiler = choice("Profiler", PROFILERS)
 
 RUN_HELP = """Run one workload in a container (or on the host) and keep its result.
@@ -66,11 +63,10 @@ SCRIPT_PARAMS = {
 }
 
 
-ENV_HELP = ("NAME=VALUE in the run's processes, e.g. NCCL_DEBUG=INFO (repeatable; kept in the result, "
-            "which `reproduce` gives again); not a name dnnbench or torchrun sets (DNNBENCH_*, RANK, "
-            "CUDA_VISIBLE_DEVICES, ...).")
-FILE_ENV_HELP = ("NAME=VALUE for every run, over the file's env (repeatable). The only way to give what "
-                 "starts code (PYTHON*, LD_*, PATH, ...): a file's env never does.")
+def _options(workload: Optional[str], host: dict, **more) -> RunOptions:
+    """A run's options from a command's host options (--env checked into its mapping) and the rest."""
+    from dnnbench.runs import environment
+    return RunOptions(workload=workload or "", **{**host, "env": environment.parse(host.get("env") or [])}, **more)
 
 
 def _workload_or_script(workload: Optional[str], extra: list, script) -> tuple[Optional[str], list]:
@@ -82,43 +78,34 @@ def _workload_or_script(workload: Optional[str], extra: list, script) -> tuple[O
     return workload, extra
 
 
-@with_params(SCRIPT_PARAMS, key="script_opts")
-@with_harness_options()
+def job_command(name: str):
+    """A command that runs a workload or a --script (run, slurm): the script's options, the
+    harness options and the command's host options (host_options.COMMANDS[name])."""
+    def wrap(command):
+        return with_params(SCRIPT_PARAMS, key="script_opts")(with_harness_options()(with_host_options(name)(command)))
+    return wrap
+
+
+WORKLOAD_OR_SCRIPT = typer.Argument(None, help="Workload name (`dnnbench workloads` lists them); none with --script.")
+
+
+@job_command("run")
 def run(
     ctx: typer.Context,
-    workload: Optional[str] = typer.Argument(None, help="Workload name (`dnnbench workloads` lists them); "
-                                                        "none with --script."),
-    data: Optional[Path] = typer.Option(None, "--data", "-d", help="Dataset folder (mounted read-only at /data). Default: synthetic data."),
+    workload: Optional[str] = WORKLOAD_OR_SCRIPT,
     synthetic: bool = typer.Option(False, "--synthetic", help="Synthetic batches made on the device (the default without --data)."),
-    gpus: Optional[str] = typer.Option(None, "--gpus", "-g", help="GPUs: all, or indices/UUIDs like 0 or 0,1. Default: CPU."),
-    nproc: Optional[int] = typer.Option(None, "--nproc", help="CPU runs: processes (DDP over gloo, through torchrun)."),
-    runtime: Runtime = typer.Option("docker", "--runtime", "-r",
-                                                         help="docker, singularity (= apptainer) or host."),
-    image: Optional[str] = typer.Option(None, "--image", "-i", help="Docker tag or .sif file. Default: the base's image, else the newest dnnbench image."),
-    base: Optional[str] = typer.Option(None, "--base", "-b", help="Use the image of this base (see `dnnbench bases`)."),
-    build: Optional[bool] = typer.Option(None, "--build/--no-build", help="Build the base's image if missing (default: ask when interactive)."),
-    results: Path = typer.Option(Path("results"), "--results", help="Results folder; the run goes in RESULTS/<run-id>/."),
-    run_id: Optional[str] = typer.Option(None, "--run-id", help="Name of the run folder (default: time-workload-random)."),
-    timeout: Optional[float] = typer.Option(None, "--timeout", callback=in_range(BY_NAME["timeout"]), help="Stop the run after this many seconds (status timeout)."),
     profile: Optional[Profiler] = typer.Option(None, "--profile",
                                           help="Profile the timed window (--start-iter/--stop-iter pick it); "
                                                "`dnnbench profile show` reads it."),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan and the equivalent command line; run nothing."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="Do not echo the run's output (it still goes to log.txt)."),
-    env: List[str] = typer.Option([], "--env", "-e", help=ENV_HELP),
+    host: dict = INJECTED,
     harness: dict = INJECTED,
     script_opts: dict = INJECTED,
 ):
-    from dnnbench.runs import environment
     from dnnbench.runs.launch import run_command
-    if synthetic and data is not None:
+    if synthetic and host["data"] is not None:
         raise DnnbenchError("--synthetic and --data exclude each other")
     workload, extra = _workload_or_script(workload, list(ctx.args), script_opts["script"])
-    opts = RunOptions(workload=workload or "", data=data, gpus=gpus, nproc=nproc, runtime=runtime, image=image,
-                      base=base, build=build, results=results, run_id=run_id, timeout=timeout, dry_run=dry_run,
-                      quiet=quiet, profile=profile, extra=extra, env=environment.parse(env), **script_opts,
-                      **harness)
-    raise typer.Exit(run_command(opts))
+    raise typer.Exit(run_command(_options(workload, host, profile=profile, extra=extra, **script_opts, **harness)))
 
 
 def _train_options():
@@ -152,12 +139,10 @@ Options after `--` go to the workload unchanged."""
 
 
 @with_harness_options(options=_train_options(), key="train")
-@with_params(SCRIPT_PARAMS, key="script_opts")
-@with_harness_options()
+@job_command("slurm")
 def slurm(
     ctx: typer.Context,
-    workload: Optional[str] = typer.Argument(None, help="Workload name (`dnnbench workloads` lists them); "
-                                                        "none with --script."),
+    workload: Optional[str] = WORKLOAD_OR_SCRIPT,
     nodes: int = typer.Option(1, "--nodes", "-N", callback=in_range(BY_NAME["nodes"]), help="Nodes (one torchrun agent each)."),
     gpus_per_node: int = typer.Option(0, "--gpus-per-node", "-G", callback=in_range(BY_NAME["gpus_per_node"]), help="GPUs per node, one process each; 0 runs on CPUs (gloo)."),
     nproc_per_node: Optional[int] = typer.Option(None, "--nproc-per-node", callback=in_range(BY_NAME["nproc_per_node"]), help="CPU runs: processes per node (default 1)."),
@@ -167,19 +152,11 @@ def slurm(
     cpus_per_task: Optional[int] = typer.Option(None, "--cpus-per-task", help="Cores per node's task (DataLoader workers need them)."),
     sbatch_arg: List[str] = typer.Option([], "--sbatch-arg", help="Extra sbatch option, e.g. --sbatch-arg=--qos=high (repeatable; overrides the ones above)."),
     setup: List[str] = typer.Option([], "--setup", help="Shell line run before srun, e.g. 'module load apptainer' (repeatable)."),
-    env: List[str] = typer.Option([], "--env", help="KEY=VALUE for each task, e.g. NCCL_SOCKET_IFNAME=ib0 (repeatable); not a name that dnnbench, Slurm or torchrun sets (DNNBENCH_*, SLURM_*, RANK, CUDA_VISIBLE_DEVICES, ...)."),
-    runtime: SlurmRuntime = typer.Option(
-        "singularity", "--runtime", "-r", help="singularity (= apptainer) or host."),
-    image: Optional[str] = typer.Option(None, "--image", "-i", help=".sif file on the shared filesystem."),
-    base: Optional[str] = typer.Option(None, "--base", "-b", help="Use dnnbench_<base>.sif here (see `dnnbench build --format singularity`)."),
-    data: Optional[Path] = typer.Option(None, "--data", "-d", help="Dataset folder, on the shared filesystem (read-only at /data)."),
-    results: Path = typer.Option(Path("results"), "--results", help="Results folder (shared); the run goes in RESULTS/<run-id>/."),
-    run_id: Optional[str] = typer.Option(None, "--run-id", help="Name of the run folder."),
+    host: dict = INJECTED,
     scaling: bool = typer.Option(False, "--scaling", help="Run one process first as the reference: the result gets scaling efficiency."),
     each_node: bool = typer.Option(False, "--each-node", help="Fleet check: every node runs the job on its own, all at once, each its own result in RESULTS/<run-id>/<node>/; `report` (and --wait) names nodes slower than the median by more than their CI."),
     submit: bool = typer.Option(False, "--submit", help="Submit the script with sbatch."),
     wait: bool = typer.Option(False, "--wait", help="With --submit: follow the job's log until it ends (Ctrl-C cancels it)."),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Print the script; write and submit nothing."),
     train_mode: bool = typer.Option(False, "--train", help="Train to a target accuracy (the `dnnbench train` "
                                     "options below), requeued at the time limit and resumed from its checkpoint."),
     warn_before: int = typer.Option(120, "--warn-before", min=10, max=86400, help="With --train: seconds before "
@@ -194,8 +171,8 @@ def slurm(
         given = [o.flag for o in _train_options() if train[o.name] not in (None, False, o.default)]
         if given:
             raise DnnbenchError(f"{given[0]} is a training option: add --train")
-    opts = RunOptions(workload=workload or "", data=data, runtime=runtime, image=image, base=base, results=results,
-                      run_id=run_id, extra=extra, **script_opts, **harness)
+    env, dry_run = host.pop("env"), host.pop("dry_run")   # the tasks' (checked as Slurm's); the script's
+    opts = _options(workload, host, extra=extra, **script_opts, **harness)
     raise typer.Exit(slurm_command(SlurmOptions(
         run=opts, nodes=nodes, gpus_per_node=gpus_per_node, nproc_per_node=nproc_per_node, partition=partition,
         time=time_limit, account=account, cpus_per_task=cpus_per_task, sbatch_args=sbatch_arg, setup=setup,
@@ -224,32 +201,18 @@ Example:
 
 @with_harness_options(options=_train_options(), key="train")
 @with_harness_options(("batch_size", "workers", "amp", "channels_last", "seed", "lr"))
+@with_host_options("train")
 def train(
     ctx: typer.Context,
     workload: str = typer.Argument(..., help="Workload name (an image classifier or ncf; `dnnbench workloads`)."),
-    data: Path = typer.Option(..., "--data", "-d", help="ImageNet-layout folder (train/, val/), or ratings.csv's "
-                              "folder for ncf; mounted read-only."),
-    gpus: Optional[str] = typer.Option(None, "--gpus", "-g", help="GPUs: all, or indices like 0 or 0,1. Default: CPU."),
-    nproc: Optional[int] = typer.Option(None, "--nproc", help="CPU runs: processes (DDP over gloo, through torchrun)."),
-    runtime: Runtime = typer.Option("docker", "--runtime", "-r", help="docker, singularity (= apptainer) or host."),
-    image: Optional[str] = typer.Option(None, "--image", "-i", help="Docker tag or .sif file."),
-    base: Optional[str] = typer.Option(None, "--base", "-b", help="Use the image of this base."),
-    results: Path = typer.Option(Path("results"), "--results", help="Results folder; the run goes in RESULTS/<run-id>/."),
-    run_id: Optional[str] = typer.Option(None, "--run-id", help="Name of the run folder (with --resume: the run to continue)."),
-    timeout: Optional[float] = typer.Option(None, "--timeout", callback=in_range(BY_NAME["timeout"]),
-                                            help="Stop after this many seconds (checkpointed, resumable)."),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan and the equivalent command line; run nothing."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="Do not echo the run's output (it still goes to log.txt)."),
-    env: List[str] = typer.Option([], "--env", "-e", help=ENV_HELP),
+    host: dict = INJECTED,
     harness: dict = INJECTED,
     train: dict = INJECTED,
 ):
-    from dnnbench.runs import environment
     from dnnbench.runs.launch import train_command
-    opts = RunOptions(workload=workload, data=data, gpus=gpus, nproc=nproc, runtime=runtime, image=image,
-                      base=None if image else base, build=False, results=results, run_id=run_id, timeout=timeout,
-                      dry_run=dry_run, quiet=quiet, extra=list(ctx.args), env=environment.parse(env), **harness)
-    raise typer.Exit(train_command(opts, train))
+    if host["image"]:
+        host["base"] = None
+    raise typer.Exit(train_command(_options(workload, host, build=False, extra=list(ctx.args), **harness), train))
 
 
 # what compare-images and bisect share: the ordered list, the job's place and the tolerance
@@ -260,14 +223,7 @@ IMAGES_PARAMS = {
                                           "ngc-24.01..ngc-25.06 (built when missing).")),
     "tolerance": (float, typer.Option(0.05, "--tolerance", callback=in_range(BY_NAME["tolerance"]),
                                       help="Same when the 95% CI of a ratio is within 1 +- this.")),
-    "data": (Optional[Path], typer.Option(None, "--data", "-d", help="Dataset folder. Default: synthetic data.")),
-    "gpus": (Optional[str], typer.Option(None, "--gpus", "-g", help="GPUs, as for run. Default: CPU.")),
-    "runtime": (Runtime, typer.Option("docker", "--runtime", "-r", help="docker or singularity (= apptainer).")),
-    "results": (Path, typer.Option(Path("results"), "--results", help="Results folder; the steps go in "
-                                   "RESULTS/<run-id>/.")),
-    "run_id": (Optional[str], typer.Option(None, "--run-id", help="Folder of the steps (default: images-WORKLOAD "
-                                           "or bisect-WORKLOAD); the same again resumes.")),
-    "dry_run": (bool, typer.Option(False, "--dry-run", help="Check every step and list the images; run nothing.")),
+    **host_params("compare-images"),    # the same rows for bisect and watch (host_options.COMMANDS)
 }
 
 
@@ -275,8 +231,7 @@ def _images_job(workload: str, job: dict, harness: dict) -> tuple[RunOptions, Op
     engine = lookup(job["runtime"])
     if engine is not None and not engine.contained:
         raise DnnbenchError("images are compared in containers: --runtime docker or singularity")
-    opts = RunOptions(workload=workload, data=job["data"], gpus=job["gpus"], runtime=job["runtime"],
-                      results=job["results"], run_id=job["run_id"], dry_run=job["dry_run"], **harness)
+    opts = RunOptions(workload=workload, **{name: job[name] for name in host_params("compare-images")}, **harness)
     from dnnbench.lists import members
     return opts, members(job["images"], "--images") if job["images"] is not None else None, job["bases"]
 
@@ -358,16 +313,12 @@ suite_app = typer.Typer(help="Suites: many runs from one YAML file.", no_args_is
 
 @suite_app.command("run")
 @with_harness_options(("until_ci", "max_windows"))
+@with_host_options("suite run")
 def suite_run(
     file: Path = typer.Argument(..., help="Suite YAML (see suites/*.yaml)."),
     only: List[str] = typer.Option([], "--only", help="Run only jobs matching this glob (repeatable), e.g. 'resnet*'."),
     resume: bool = typer.Option(False, "--resume", help="Skip runs that already finished; redo cut-off ones."),
-    results: Path = typer.Option(Path("results"), "--results", help="The suite's runs go in RESULTS/<suite name>/."),
-    runtime: Optional[str] = typer.Option(None, "--runtime", help="Override every job's runtime."),
-    image: Optional[str] = typer.Option(None, "--image", help="Override every job's image."),
-    base: Optional[str] = typer.Option(None, "--base", help="Override every job's base."),
-    dry_run: bool = typer.Option(False, "--dry-run", help="List the runs; run nothing."),
-    env: List[str] = typer.Option([], "--env", "-e", help=FILE_ENV_HELP),
+    host: dict = INJECTED,
     harness: dict = INJECTED,
 ):
     """Run a suite: sweeps x repeats; a failed, timed-out or OOM run is recorded and the suite
@@ -376,22 +327,17 @@ def suite_run(
     median, and with 5+ repeats MLPerf-style trimmed figures (fastest and slowest run dropped)."""
     from dnnbench.runs import environment
     from dnnbench.runs.suite import suite_command
-    raise typer.Exit(suite_command(file, only=only, resume=resume, results=results,
-                                       overrides={"runtime": runtime, "image": image, "base": base, **harness,
-                                                  "env": environment.parse(env)},
-                                       dry_run=dry_run))
+    raise typer.Exit(suite_command(file, only=only, resume=resume, results=host["results"],
+                                   overrides={"runtime": host["runtime"], "image": host["image"], "base": host["base"],
+                                              **harness, "env": environment.parse(host["env"])},
+                                   dry_run=host["dry_run"]))
 
 
+@with_host_options("reproduce")
 def reproduce(
     result: Path = typer.Argument(..., help="A result.json (or its run folder) to run again."),
-    runtime: Optional[Runtime] = typer.Option(None, "--runtime", "-r", help="Run on this runtime instead of the result's."),
-    image: Optional[str] = typer.Option(None, "--image", "-i", help="Run this image instead of the result's (by digest)."),
-    results: Path = typer.Option(Path("results"), "--results", help="The new run goes in RESULTS/<run-id>/."),
-    run_id: Optional[str] = typer.Option(None, "--run-id", help="Name of the new run folder."),
-    data: Optional[Path] = typer.Option(None, "--data", "-d", help="The dataset's folder here, when the result ran on one elsewhere."),
+    host: dict = INJECTED,
     tolerance: float = typer.Option(0.05, "--tolerance", callback=in_range(BY_NAME["tolerance"]), help="Reproduced when the 99% interval of new/old over runs is within 1 +- this."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="Do not echo the run's output."),
-    env: List[str] = typer.Option([], "--env", "-e", help=FILE_ENV_HELP),
     rounds: int = typer.Option(8, "--rounds", callback=in_range(BY_NAME["rounds"]),
                                help="The most runs of the new side (with --image and the original here: "
                                     "rounds of both, alternated); looked at from 3 on."),
@@ -404,9 +350,9 @@ def reproduce(
     the tolerance allows."""
     from dnnbench.runs import environment
     from dnnbench.runs.reproduce import reproduce_command
-    raise typer.Exit(reproduce_command(result, runtime=plain(runtime), image=image, results=results, run_id=run_id,
-                                       tolerance=tolerance, quiet=quiet, data_dir=data,
-                                       env=environment.parse(env), rounds=rounds,
+    raise typer.Exit(reproduce_command(result, runtime=host["runtime"], image=host["image"], results=host["results"],
+                                       run_id=host["run_id"], tolerance=tolerance, quiet=host["quiet"],
+                                       data_dir=host["data"], env=environment.parse(host["env"]), rounds=rounds,
                                        allow_changed_script=allow_changed_script))
 
 

@@ -84,10 +84,6 @@ def check_options(opts: RunOptions) -> None:
     if opts.loader == "gpu" and not opts.gpus:
         warn("--loader gpu without --gpus: the GPU loader's steps run, decoding on the CPU (a check of that "
              "path, not a GPU's speed); add --gpus to decode on a GPU")
-    if opts.script is None:   # a script's arguments are its own: its --data is not dnnbench's
-        check_extra(opts.extra)
-        from dnnbench.runs import workload_args
-        workload_args.check(opts.workload, opts.extra)   # `train` checks with its own parser first
 
 
 def check_extra(extra: list[str]) -> None:
@@ -193,11 +189,6 @@ def launcher(python: str, nproc: int) -> list[str]:
     """One process, or torchrun (torch.distributed.run, PyTorch 1.9+) with one process per GPU."""
     return [python] if nproc <= 1 else [python, "-m", "torch.distributed.run", "--standalone", "--nnodes=1",
                                          f"--nproc_per_node={nproc}"]
-
-
-def entry_argv(python: str, workload: str, nproc: int) -> list[str]:
-    """One process, or torchrun (torch.distributed.run, PyTorch 1.9+) with one process per GPU."""
-    return launcher(python, nproc) + ["-m", "dnnbench.workloads", workload]
 
 
 def base_run_facts(base_name: str | None) -> dict:

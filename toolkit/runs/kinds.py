@@ -1,8 +1,11 @@
 """Job kinds: what runs. A job is a workload benchmark (`run`), a training run to accuracy
 (`train`) or a user's script (`run --script`); each kind is one object here that says what it
-checks, the module and argv it runs in the container, what else it mounts and where it starts.
-`build_plan` makes every kind's RunPlan with the one block of image, GPUs, run folder, mounts
-and environment; a new kind is one class and one line of KINDS."""
+checks, the module and argv it runs in the container (`module_args`, which every placement
+wraps in its own launcher), what else it mounts, where it starts, whether a placement may
+requeue and resume it, and how its result is recognized. `plan` is the one block of image, run
+folder, mounts and environment every placement's RunPlan comes from (`build_plan`: a local
+run; runs/slurm.py: an sbatch job's steps); a new kind is one class and one line of KINDS.
+Nothing outside this module decides by kind (tests/test_architecture.py)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -45,10 +48,19 @@ def _gpus(opts: RunOptions) -> Optional[list]:
     return gpu_ids
 
 
+def where(engine, data: Optional[Path], run_dir: Path) -> Where:
+    """The run's folders as its processes see them: mounted in a container, as they are on the host."""
+    contained = engine.contained
+    return Where(contained, plan_mod.RESULTS_DIR if contained else str(run_dir),
+                 (plan_mod.DATA_DIR if contained else str(data)) if data else None, run_dir)
+
+
 class Benchmark:
     """`dnnbench run WORKLOAD`: a workload's timed windows (dnnbench.workloads)."""
     name = "run"
     workdir = plan_mod.WORKDIR
+    requeues = False     # a placement with a time limit (Slurm) never requeues it: a rerun would write over
+    resumes = False      # an interrupted one is run again, not continued
 
     def check(self, opts: RunOptions, job: Optional[dict]) -> Checked:
         for option in ("entry", "items_per_step", "unit"):
@@ -56,17 +68,28 @@ class Benchmark:
                 raise DnnbenchError(f"--{option.replace('_', '-')} goes with --script")
         workload, kind = checks.check_workload(opts.workload)
         checks.check_options(opts)
+        checks.check_extra(opts.extra)   # a workload's arguments (a script's are its own)
+        from dnnbench.runs import workload_args
+        workload_args.check(opts.workload, opts.extra)   # `train` checks with its own parser first
         gpu_ids = _gpus(opts)
         return Checked(workload, checks.check_data(opts.data, workload, kind), gpu_ids)
+
+    def check_spread(self, flag: str) -> None:
+        """A placement's --scaling (a one-process reference first) or --each-node (a run per
+        node): both time benchmark windows, which this kind has."""
 
     def profile(self, opts: RunOptions, gpu_ids, img) -> Optional[str]:
         return checks.check_profile(opts.profile, gpu_ids, img)
 
-    def argv(self, opts: RunOptions, job: Optional[dict], checked: Checked, *, python: str, nproc: int,
-             run_id: str, where: Where, profile: Optional[str]) -> list[str]:
-        return checks.profiled(checks.entry_argv(python, checked.workload, nproc) + checks.harness_args(
-            opts, data_in=where.data_in, results_in=where.results_in, run_id=run_id,
-            device="cuda" if checked.gpu_ids else "cpu"), profile, python, where.results_in)
+    def module_args(self, opts: RunOptions, job: Optional[dict], checked: Checked, *, run_id: str, where: Where,
+                    device: str, resume_word: Optional[str] = None) -> list[str]:
+        """`-m MODULE ...`: what follows the Python (or the launcher a placement puts in front)."""
+        return ["-m", "dnnbench.workloads", checked.workload] + checks.harness_args(
+            opts, data_in=where.data_in, results_in=where.results_in, run_id=run_id, device=device)
+
+    def job(self, block: Optional[dict], resume: bool) -> Optional[dict]:
+        """The kind's own options (a suite job's block of them) as its plan takes them."""
+        return None
 
     def env(self, where: Where) -> dict:
         return {}
@@ -78,11 +101,18 @@ class Benchmark:
         """What the kind adds to the run's manifest (what reproduce needs to run it again)."""
         return {}
 
+    def made(self, data: dict) -> bool:
+        """Whether a result was made by this kind (reproduce reads it back so)."""
+        return not isinstance(data.get("script"), dict) and not isinstance(data.get("training"), dict)
+
 
 class Training(Benchmark):
     """`dnnbench train WORKLOAD`: epochs to a target accuracy (dnnbench.workloads.train); the
-    benchmark's checks, then its own options in place of the timed windows'."""
+    benchmark's checks, then its own options in place of the timed windows'. Checkpointed, so a
+    placement with a time limit requeues it and each start resumes from the checkpoint record."""
     name = "train"
+    requeues = True
+    resumes = True
 
     def check(self, opts: RunOptions, job: Optional[dict]) -> Checked:
         from dnnbench.runs import training, workload_args
@@ -95,21 +125,29 @@ class Training(Benchmark):
             training.check_resumable(opts.results, opts.run_id, opts.run_dir)
         return super().check(opts, job)
 
+    def check_spread(self, flag: str) -> None:
+        raise DnnbenchError(f"{flag} times benchmark windows; --train trains epochs")
+
+    def job(self, block: Optional[dict], resume: bool) -> Optional[dict]:
+        return dict(block or {}, resume=resume)
+
     def profile(self, opts: RunOptions, gpu_ids, img) -> Optional[str]:
         super().profile(opts, gpu_ids, img)   # refused as for a benchmark; a training run has no window
         return None
 
-    def argv(self, opts: RunOptions, job: Optional[dict], checked: Checked, *, python: str, nproc: int,
-             run_id: str, where: Where, profile: Optional[str]) -> list[str]:
+    def module_args(self, opts: RunOptions, job: Optional[dict], checked: Checked, *, run_id: str, where: Where,
+                    device: str, resume_word: Optional[str] = None) -> list[str]:
+        """resume_word: what a requeueing placement's job script fills with --resume when the run
+        folder records a checkpoint (Slurm: ${RESUME})."""
         from dnnbench.runs import training
         train = job or {}
-        argv = checks.launcher(python, nproc) + training.module_args(
+        argv = training.module_args(
             checked.workload, opts, train, data_in=plan_mod.DATA_DIR if where.contained else str(checked.data),
-            results_in=where.results_in, run_id=run_id, device="cuda" if checked.gpu_ids else "cpu") + list(opts.extra)
+            results_in=where.results_in, run_id=run_id, device=device)
         if train.get("eval_data"):   # the extra evaluation set: read-only beside the dataset in a container
             argv[argv.index("--eval-data") + 1] = training.EVAL_DATA_DIR if where.contained \
                 else str(names.real(train["eval_data"]))
-        return argv
+        return argv + ([resume_word] if resume_word else []) + list(opts.extra)
 
     def mounts(self, opts: RunOptions, job: Optional[dict], checked: Checked) -> list:
         from dnnbench.runs import training
@@ -118,30 +156,41 @@ class Training(Benchmark):
             return []
         return [plan_mod.Mount(str(names.real(eval_data)), training.EVAL_DATA_DIR, read_only=True)]
 
+    def made(self, data: dict) -> bool:
+        return not isinstance(data.get("script"), dict) and isinstance(data.get("training"), dict)
+
 
 class Script:
     """`dnnbench run --script PATH`: the user's script under the instrumentation
     (dnnbench.workloads.instrument), in its own folder mounted read-only."""
     name = "script"
     workdir = SCRIPT_DIR   # as `python path/to/it.py` would
+    requeues = False
+    resumes = False
 
     def check(self, opts: RunOptions, job: Optional[dict]) -> Checked:
         folder, entry, data, workload = checks.script_parts(opts)
         return Checked(workload, data, _gpus(opts), {"folder": folder, "entry": entry})
 
+    def check_spread(self, flag: str) -> None:
+        raise DnnbenchError(f"{flag} is for workloads, not --script")
+
+    def job(self, block: Optional[dict], resume: bool) -> Optional[dict]:
+        return None
+
     def profile(self, opts: RunOptions, gpu_ids, img) -> Optional[str]:
         return None
 
-    def argv(self, opts: RunOptions, job: Optional[dict], checked: Checked, *, python: str, nproc: int,
-             run_id: str, where: Where, profile: Optional[str]) -> list[str]:
+    def module_args(self, opts: RunOptions, job: Optional[dict], checked: Checked, *, run_id: str, where: Where,
+                    device: str, resume_word: Optional[str] = None) -> list[str]:
         from dnnbench.runs import script as script_mod
         folder, entry = checked.own["folder"], checked.own["entry"]
         script_in = f"{script_mod.SCRIPT_DIR}/{entry}" if where.contained else str(folder / entry)
-        return script_mod.argv(python, nproc, results_in=where.results_in, run_id=run_id, script_in=script_in,
-                               args=script_mod.arguments(list(opts.extra), where.data_in),
-                               timing={"warmup": opts.warmup, "number": opts.number, "repeat": opts.repeat,
-                                       "items_per_step": opts.items_per_step, "unit": opts.unit,
-                                       "run_to_end": opts.run_to_end})
+        return script_mod.instrumented(
+            results_in=where.results_in, run_id=run_id, script_in=script_in,
+            args=script_mod.arguments(list(opts.extra), where.data_in),
+            timing={"warmup": opts.warmup, "number": opts.number, "repeat": opts.repeat,
+                    "items_per_step": opts.items_per_step, "unit": opts.unit, "run_to_end": opts.run_to_end})
 
     def env(self, where: Where) -> dict:
         return {"DNNBENCH_DATA": where.data_in} if where.data_in else {}
@@ -153,21 +202,49 @@ class Script:
     def manifest(self, checked: Checked) -> dict:
         return {"script": str(checked.own["folder"] / checked.own["entry"])}   # what reproduce runs again
 
+    def made(self, data: dict) -> bool:
+        return isinstance(data.get("script"), dict)
+
 
 KINDS = {k.name: k for k in (Benchmark(), Training(), Script())}
 
 
-def kind_of(opts: RunOptions, train: Optional[dict] = None):
-    """The kind of a job: a script with --script, a training run with a train block, else a
+def of_job(script, train: Optional[dict] = None):
+    """The kind of a job: a script with a script, a training run with a train block, else a
     benchmark."""
-    if opts.script is not None:
+    if script is not None:
+        if train is not None:
+            raise DnnbenchError("--train trains a workload, not a --script")
         return KINDS["script"]
     return KINDS["train"] if train is not None else KINDS["run"]
 
 
+def kind_of(opts: RunOptions, train: Optional[dict] = None):
+    """The kind of a run's job (of_job): its --script, and the train block it was given."""
+    return of_job(opts.script, train)
+
+
+def of_result(data: dict):
+    """The kind that made a result (reproduce runs it again as that kind)."""
+    return next(k for k in KINDS.values() if k.made(data))
+
+
+def plan(kind, opts: RunOptions, job: Optional[dict], checked: Checked, *, engine, img, run_id: str, where: Where,
+         argv: list[str], env: dict, **more) -> plan_mod.RunPlan:
+    """The one RunPlan block of every placement: the image, the run folder, the kind's mounts
+    (checked by the engine now, before anything is written) and where it starts; `more` is what
+    the placement adds (GPUs, limits, manifest)."""
+    contained = where.contained
+    mounts = checks.run_mounts(checked.data, where.run_dir) + kind.mounts(opts, job, checked) if contained else []
+    engine.check_mounts(mounts)
+    return plan_mod.RunPlan(
+        runtime=engine.name, workload=checked.workload, run_id=run_id, run_dir=str(where.run_dir), image=img.ref,
+        argv=argv, env=env, mounts=mounts, accelerator=img.accelerator, base=img.base,
+        workdir=kind.workdir if contained else str(Path.cwd()), **more)
+
+
 def build_plan(kind, opts: RunOptions, job: Optional[dict] = None, resume: bool = False) -> plan_mod.RunPlan:
-    """Every check, then the plan. Raises DnnbenchError before anything has started."""
-    from dnnbench.runs import checks
+    """Every check, then the plan of a local run. Raises DnnbenchError before anything has started."""
     runtime = named(opts.runtime).name
     checked = kind.check(opts, job)
     run_id = opts.run_id or names.new_run_id(checked.workload)
@@ -178,20 +255,16 @@ def build_plan(kind, opts: RunOptions, job: Optional[dict] = None, resume: bool 
     granted = gpus_mod.check(gpu_ids, img.accelerator) if not opts.dry_run else []
     nproc = opts.nproc or (len(granted) if gpu_ids == ["all"] else len(gpu_ids or [])) or 1
     engine = named(runtime)
-    contained = engine.contained
     facts = checks.base_run_facts(img.base)
-    where = Where(contained, plan_mod.RESULTS_DIR if contained else str(run_dir),
-                  (plan_mod.DATA_DIR if contained else str(data)) if data else None, run_dir)
-    argv = kind.argv(opts, job, checked, python=img.python, nproc=nproc, run_id=run_id, where=where, profile=profile)
-    env = checks.run_env(opts, run_id, img.ref, runtime, kind.env(where))
-    mounts = checks.run_mounts(data, run_dir) + kind.mounts(opts, job, checked) if contained else []
-    engine.check_mounts(mounts)    # refused now, before anything is written
-    return plan_mod.RunPlan(
-        runtime=runtime, workload=checked.workload, run_id=run_id, run_dir=str(run_dir), image=img.ref, argv=argv,
-        env=env, user_env=dict(opts.env), mounts=mounts, accelerator=img.accelerator, gpus=gpu_ids,
-        workdir=kind.workdir if contained else str(Path.cwd()), shm_size=facts.get("shm_size"),
-        **engine.settings(facts, counters=profile in ("ncu", "nvprof"), memory=opts.memory), profile=profile,
-        timeout=opts.timeout, base=img.base, cpuset=opts.cpuset, entrypoint=list(img.entrypoint) if contained else [],
-        manifest={} if opts.dry_run else {**host_manifest(runtime, img.ref, img.base, data), **kind.manifest(checked)},
-        nproc=nproc,
-        resume=resume)
+    at = where(engine, data, run_dir)
+    argv = checks.profiled(checks.launcher(img.python, nproc) + kind.module_args(
+        opts, job, checked, run_id=run_id, where=at, device="cuda" if gpu_ids else "cpu"),
+        profile, img.python, at.results_in)
+    env = checks.run_env(opts, run_id, img.ref, runtime, kind.env(at))
+    return plan(kind, opts, job, checked, engine=engine, img=img, run_id=run_id, where=at, argv=argv, env=env,
+                user_env=dict(opts.env), gpus=gpu_ids, shm_size=facts.get("shm_size"),
+                **engine.settings(facts, counters=profile in ("ncu", "nvprof"), memory=opts.memory), profile=profile,
+                timeout=opts.timeout, cpuset=opts.cpuset, entrypoint=list(img.entrypoint) if at.contained else [],
+                manifest={} if opts.dry_run else {**host_manifest(runtime, img.ref, img.base, data),
+                                                   **kind.manifest(checked)},
+                nproc=nproc, resume=resume)

@@ -192,7 +192,7 @@ def run_plan(plan: plan_mod.RunPlan, opts: RunOptions) -> int:
 def train_command(opts: RunOptions, train: dict) -> int:
     """`dnnbench train`: the plan run, then (with --mlperf) the MLPerf checker on its log."""
     from dnnbench.runs import kinds
-    plan = kinds.build_plan(kinds.KINDS["train"], opts, train, resume=bool(train.get("resume")))
+    plan = kinds.build_plan(kinds.kind_of(opts, train), opts, train, resume=bool(train.get("resume")))
     code = run_plan(plan, opts)
     if train.get("mlperf") and not opts.dry_run:
         from dnnbench.results.mlperf import after_training

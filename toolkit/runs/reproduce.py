@@ -8,7 +8,8 @@ one line when its SHA-256 is no longer the recorded one (unless allowed)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Callable
 
 from dnnbench.containers.engines import Engine, lookup, spoken
 from dnnbench.errors import DnnbenchError
@@ -31,13 +32,6 @@ def _script_option_ok(name: str, value: Any) -> bool:
         return isinstance(value, bool)
     whole = isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 2**31
     return whole or (value is None and name == "items_per_step")
-
-
-def kind_of(data: dict) -> str:
-    """Which kind of job a result is of: "script", "training" or "workload"."""
-    if isinstance(data.get("script"), dict):
-        return "script"
-    return "training" if isinstance(data.get("training"), dict) else "workload"
 
 
 def load(path: Path) -> tuple[Path, dict]:
@@ -70,7 +64,6 @@ def problems(data: dict) -> list[str]:
     the environment. A result is a file anyone may have written: nothing of it reaches a child
     process unchecked."""
     from dnnbench.runs import gpus as gpus_mod
-    from dnnbench.workloads import WORKLOADS
     out = []
     host, manifest = data.get("host") or {}, data.get("manifest") or {}
     if not isinstance(manifest, dict) or not isinstance(manifest.get("host") or {}, dict):
@@ -107,13 +100,7 @@ def problems(data: dict) -> list[str]:
         why = "must be " + ("true or false" if o.kind is bool else "text") if wrong else o.problem(value)
         if why:
             out.append(f"options.{o.name} {value!r:.40}: {why}")
-    kind = kind_of(data)
-    if kind == "script":
-        return out + _script_problems(data, opts)
-    if out or data.get("workload") not in WORKLOADS:
-        return out
-    out += (_training_problems if kind == "training" else _workload_problems)(data["workload"], opts)
-    return out
+    return out + _READ_BACK[_kind(data)].problems(data, opts, out)
 
 
 def _script_problems(data: dict, opts: dict) -> list[str]:
@@ -240,26 +227,14 @@ def options_for(data: dict, *, runtime: str | None, image: str | None, results: 
     ran_on = lookup(host.get("runtime"))
     opts = data.get("options") or {}
     manifest_host = (data.get("manifest") or {}).get("host") or {}
-    dataset = None
-    if kind_of(data) == "script":   # a script reads the dataset it was given, if any
-        dataset = data_dir or manifest_host.get("data")
-    elif not data.get("synthetic", opts.get("data") is None):
-        dataset = data_dir or manifest_host.get("data") or (opts.get("data") if ran_on and not ran_on.contained else None)
-        if dataset is None:
-            raise DnnbenchError("the result does not say where its dataset was on this host: pass --data")
+    read_back = _READ_BACK[_kind(data)]
+    dataset = read_back.dataset(data, opts, data_dir or manifest_host.get("data"), ran_on)
     gpus = host.get("gpus")
     world = int(data.get("world_size") or 1)
     harness: dict[str, Any] = {o.name: opts.get(o.name) for o in HOST_OPTIONS}
     if opts.get("start_iter") is not None:   # the TBD window: warmup and repeat follow from it
         harness.update(warmup=None, repeat=None)
-    kind, extra, more = kind_of(data), workload_args(opts), {}
-    if kind == "training":
-        extra = train_options(data["workload"], opts)[1]
-    elif kind == "script":
-        more = dict(workload=None, script=_script_file(data, allow_changed_script),
-                    items_per_step=opts.get("items_per_step"), run_to_end=bool(opts.get("run_to_end")),
-                    unit=str(data.get("unit") or "items/s").rsplit("/s", 1)[0] or None)
-        extra = _script_args(data, manifest_host)
+    extra, more = read_back.own(data, opts, manifest_host, allow_changed_script)
     return RunOptions(**{**dict(
         workload=data["workload"], data=Path(dataset) if dataset else None,
         gpus=",".join(gpus) if gpus else None, nproc=world if not gpus and world > 1 else None,
@@ -314,9 +289,62 @@ def _warn_host_versions(data: dict) -> None:
 def plan_for(data: dict, opts):
     """The plan that runs a result's job again: `train`'s for a training result, else `run`'s."""
     from dnnbench.runs import kinds
-    if kind_of(data) == "training":
-        return kinds.build_plan(kinds.KINDS["train"], opts, train_options(data["workload"], data["options"])[0])
-    return kinds.build_plan(kinds.kind_of(opts), opts)
+    return kinds.build_plan(kinds.of_result(data), opts, _READ_BACK[_kind(data)].job(data))
+
+
+def _kind(data: dict) -> str:
+    """The name of the job kind that made the result (runs/kinds.py)."""
+    from dnnbench.runs import kinds
+    return kinds.of_result(data).name
+
+
+def _workload_problems_of(check):
+    """A workload's or training's options, checked by its parser when the workload is known and
+    nothing else was found wrong first."""
+    from dnnbench.workloads import WORKLOADS
+
+    def problems(data: dict, opts: dict, found: list) -> list[str]:
+        return [] if found or data.get("workload") not in WORKLOADS else check(data["workload"], opts)
+    return problems
+
+
+def _dataset(data: dict, opts: dict, here, ran_on) -> str | None:
+    """Where a workload's or training's dataset is here (None: synthetic)."""
+    if data.get("synthetic", opts.get("data") is None):
+        return None
+    dataset = here or (opts.get("data") if ran_on and not ran_on.contained else None)
+    if dataset is None:
+        raise DnnbenchError("the result does not say where its dataset was on this host: pass --data")
+    return dataset
+
+
+def _script_own(data: dict, opts: dict, manifest_host: dict, allow_changed: bool) -> tuple[list[str], dict]:
+    return _script_args(data, manifest_host), dict(
+        workload=None, script=_script_file(data, allow_changed), items_per_step=opts.get("items_per_step"),
+        run_to_end=bool(opts.get("run_to_end")), unit=str(data.get("unit") or "items/s").rsplit("/s", 1)[0] or None)
+
+
+@dataclass(frozen=True)
+class ReadBack:
+    """How a result of one job kind is read back to run again: what in its options may be wrong,
+    where its dataset is here, its run's own options (the arguments after `--`, and the fields
+    beside the harness ones), and its kind's block of options for the plan."""
+    problems: Callable[[dict, dict, list], list[str]]
+    dataset: Callable[[dict, dict, Any, Any], Any]
+    own: Callable[[dict, dict, dict, bool], tuple[list[str], dict]]
+    job: Callable[[dict], dict | None] = lambda data: None
+
+
+_READ_BACK = {   # by the name of the kind in runs/kinds.py's KINDS
+    "run": ReadBack(_workload_problems_of(lambda workload, opts: _workload_problems(workload, opts)), _dataset,
+                    lambda data, opts, mhost, allow: (workload_args(opts), {})),
+    "train": ReadBack(_workload_problems_of(lambda workload, opts: _training_problems(workload, opts)), _dataset,
+                      lambda data, opts, mhost, allow: (train_options(data["workload"], opts)[1], {}),
+                      lambda data: train_options(data["workload"], data["options"])[0]),
+    # a script reads the dataset it was given, if any
+    "script": ReadBack(lambda data, opts, found: _script_problems(data, opts), lambda data, opts, here, ran_on: here,
+                       _script_own),
+}
 
 
 def reproduce_command(result: Path, *, runtime: str | None, image: str | None, results: Path,

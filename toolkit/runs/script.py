@@ -50,15 +50,6 @@ def arguments(extra: list[str], data_in: str | None) -> list[str]:
     return [data_in] + list(extra)
 
 
-def argv(python: str, nproc: int, *, results_in: str, run_id: str, script_in: str, args: list[str],
-         timing: dict) -> list[str]:
-    """The command that runs the script under the instrumentation (under torchrun for nproc > 1)."""
-    launcher = [python] if nproc <= 1 else [python, "-m", "torch.distributed.run", "--standalone",
-                                             "--nnodes=1", f"--nproc_per_node={nproc}"]
-    return launcher + instrumented(results_in=results_in, run_id=run_id, script_in=script_in, args=args,
-                                   timing=timing)
-
-
 def instrumented(*, results_in: str, run_id: str, script_in: str, args: list[str], timing: dict) -> list[str]:
     """`-m dnnbench.workloads.instrument ... SCRIPT ARGS`: what follows the Python (or torchrun)."""
     out = ["-m", "dnnbench.workloads.instrument", "--results", results_in, "--run-id", run_id]

@@ -17,8 +17,7 @@ from pathlib import Path
 
 from dnnbench import __version__, external, names
 from dnnbench.containers.engines import Engine, lookup, spoken
-from dnnbench.runs import environment, lost_nodes, plan as plan_mod, training
-from dnnbench.runs import checks
+from dnnbench.runs import checks, environment, kinds, lost_nodes
 from dnnbench.runs import launch as run_mod
 from dnnbench.console import err, info, out, unprintable
 from dnnbench.errors import DnnbenchError
@@ -54,7 +53,7 @@ class SlurmOptions:
     wait: bool = False
 
 
-def _check(o: SlurmOptions) -> None:
+def _check(o: SlurmOptions, kind) -> None:
     if o.nodes < 1:
         raise DnnbenchError("--nodes must be at least 1")
     if o.gpus_per_node < 0:
@@ -76,12 +75,9 @@ def _check(o: SlurmOptions) -> None:
         raise DnnbenchError("--setup takes one shell line per use")
     if o.each_node and o.scaling:
         raise DnnbenchError("--each-node runs every node on its own: --scaling needs one job across nodes")
-    if o.train is not None and (o.scaling or o.each_node):
-        raise DnnbenchError(f"{'--scaling' if o.scaling else '--each-node'} times benchmark windows; "
-                            f"--train trains epochs")
     if not 10 <= o.warn_before <= 86400:
         raise DnnbenchError(f"--warn-before {o.warn_before}: seconds, 10 to 86400")
-    if o.train is not None and o.time is not None and _TIME.fullmatch(o.time) and \
+    if kind.requeues and o.time is not None and _TIME.fullmatch(o.time) and \
             o.warn_before >= _seconds(o.time):
         raise DnnbenchError(f"--warn-before {o.warn_before} s is not less than --time {o.time} "
                             f"({_seconds(o.time)} s): the job would be told to stop as it starts")
@@ -164,26 +160,20 @@ def _plain_text(values: list[tuple[str, str]]) -> None:
 
 
 def render(o: SlurmOptions, dry_run: bool = False) -> tuple[str, Path, str]:
-    """The script, the run folder and the run id, after every check."""
-    _check(o)
+    """The script, the run folder and the run id, after every check. What runs is the job
+    kind's (runs/kinds.py); Slurm adds the placement: torchrun's rendezvous across the nodes,
+    the run folder on the shared filesystem, and a requeue for a kind that resumes."""
     opts = o.run
-    script = None
-    if opts.script is not None:   # a user's script: its folder goes in read-only, as with `run --script`
-        if o.train is not None:
-            raise DnnbenchError("--train trains a workload, not a --script")
-        if o.scaling or o.each_node:
-            raise DnnbenchError(f"{'--scaling' if o.scaling else '--each-node'} is for workloads, not --script")
-        folder, entry, data, workload = checks.script_parts(opts)
-        script = (folder, entry)
-    else:
-        workload, kind = checks.check_workload(opts.workload)
-        if o.train is not None:
-            training.check(opts, o.train)
-            if o.train.get("resume"):
-                raise DnnbenchError("--resume is not needed under Slurm: the job (requeued, or its job.sbatch "
-                                    "submitted again) resumes from the run folder's newest checkpoint by itself")
-        checks.check_options(opts)
-        data = checks.check_data(opts.data, workload, kind)
+    kind = kinds.kind_of(opts, o.train)
+    _check(o, kind)
+    if (o.train or {}).get("resume"):
+        raise DnnbenchError("--resume is not needed under Slurm: the job (requeued, or its job.sbatch "
+                            "submitted again) resumes from the run folder's newest checkpoint by itself")
+    for flag, given in (("--scaling", o.scaling), ("--each-node", o.each_node)):
+        if given:
+            kind.check_spread(flag)
+    checked = kind.check(opts, o.train)
+    workload, data = checked.workload, checked.data
     img = _image(o, dry_run)
     run_id = opts.run_id or names.new_run_id(workload, "slurm")
     _plain_text([("--results", str(opts.results)), ("--data", str(data or "")), ("--image", img.ref or ""),
@@ -191,44 +181,25 @@ def render(o: SlurmOptions, dry_run: bool = False) -> tuple[str, Path, str]:
                  ("--run-id", run_id)] + [(f"--env {item.split('=', 1)[0]}", item) for item in o.env])
     run_dir = checks.make_run_dir(opts.results, run_id, dry_run)
     engine = _engine(o)
-    contained = engine.contained
     gpus = o.gpus_per_node > 0
     per_node = o.gpus_per_node if gpus else (o.nproc_per_node or 1)
-    results_in = plan_mod.RESULTS_DIR if contained else str(run_dir)
-    data_in = (plan_mod.DATA_DIR if contained else str(data)) if data else None
+    at = kinds.where(engine, data, run_dir)
     device = "cuda" if gpus else "cpu"
-    if script is not None:
-        from dnnbench.runs import script as script_mod
-        script_in = f"{script_mod.SCRIPT_DIR}/{script[1]}" if contained else str(script[0] / script[1])
-        module_args = script_mod.instrumented(
-            results_in=results_in, run_id=run_id, script_in=script_in,
-            args=script_mod.arguments(list(opts.extra), data_in),
-            timing={"warmup": opts.warmup, "number": opts.number, "repeat": opts.repeat,
-                    "items_per_step": opts.items_per_step, "unit": opts.unit, "run_to_end": opts.run_to_end})
-        ref_args: list[str] = []
-    elif o.train is not None:
-        # @RESUME@: --resume where the run folder holds a checkpoint (the job script decides)
-        module_args = training.module_args(workload, opts, o.train, data_in=str(data_in),   # checked: given
-                                           results_in=results_in, run_id=run_id, device=device)
-        module_args += ["@RESUME@", *opts.extra]
-        ref_args = []
-    else:
-        module_args = ["-m", "dnnbench.workloads", workload] + checks.harness_args(
-            opts, results_in=results_in, run_id=run_id, data_in=data_in, device=device)
-        ref_args = checks.harness_args(opts, results_in=f"{results_in}/reference", run_id=f"{run_id}-reference",
-                                        data_in=data_in, device=device)
+    # @RESUME@: --resume where the run folder records a checkpoint (the job script decides)
+    module_args = kind.module_args(opts, o.train, checked, run_id=run_id, where=at, device=device,
+                                   resume_word="@RESUME@" if kind.requeues else None)
+    reference = None
     if o.scaling:
-        module_args += ["--scaling-reference", f"{results_in}/reference/result.json"]
-    env = {"DNNBENCH_RUN_ID": run_id, **environment.parse(o.env, slurm=True)}
+        reference = [img.python] + kind.module_args(
+            opts, o.train, checked, run_id=f"{run_id}-reference", device=device,
+            where=dataclasses.replace(at, results_in=f"{at.results_in}/reference"))
+        module_args += ["--scaling-reference", f"{at.results_in}/reference/result.json"]
+    env = {"DNNBENCH_RUN_ID": run_id, **environment.parse(o.env, slurm=True), **kind.env(at)}
     if img.ref:
         env["DNNBENCH_IMAGE"] = img.ref
-    plan = plan_mod.RunPlan(runtime=engine.name, workload=workload, run_id=run_id,
-                            run_dir=str(run_dir), image=img.ref, argv=[], env=env,
-                            mounts=(checks.run_mounts(data, run_dir) + ([plan_mod.Mount(
-                                str(script[0]), script_mod.SCRIPT_DIR, read_only=True)] if script else []))
-                            if contained else [],
-                            accelerator=img.accelerator, gpus=["all"] if gpus else None, base=img.base,
-                            entrypoint=list(img.entrypoint))
+    plan = kinds.plan(kind, opts, o.train, checked, engine=engine, img=img, run_id=run_id, where=at, argv=[],
+                      env=env, gpus=["all"] if gpus else None, entrypoint=list(img.entrypoint))
+    contained = at.contained
 
     def wrap(argv: list[str]) -> list[str]:
         return engine.slurm_step(dataclasses.replace(plan, argv=argv))
@@ -239,7 +210,7 @@ def render(o: SlurmOptions, dry_run: bool = False) -> tuple[str, Path, str]:
     # across the starts.
     directives = [f"--job-name=dnnbench-{workload}", f"--nodes={o.nodes}", "--ntasks-per-node=1",
                   f"--output={run_dir}/slurm-%j.out"]
-    directives += (["--requeue", f"--signal=B:USR1@{o.warn_before}", "--open-mode=append"] if o.train is not None
+    directives += (["--requeue", f"--signal=B:USR1@{o.warn_before}", "--open-mode=append"] if kind.requeues
                    else ["--no-requeue"])
     if gpus:
         directives.append(f"--gpus-per-node={o.gpus_per_node}")
@@ -259,8 +230,9 @@ def render(o: SlurmOptions, dry_run: bool = False) -> tuple[str, Path, str]:
         title=f"{workload}: {o.nodes} node(s) x {unit} per node",
         version=__version__, script=run_dir / SCRIPT, dry_run=dry_run, directives=directives, setup=setup,
         run_dir=shlex.quote(str(run_dir)),
-        reference=_shell(wrap([img.python, "-m", "dnnbench.workloads", workload] + ref_args)) if o.scaling else None,
-        each_node=o.each_node, train=o.train is not None, warn_before=o.warn_before,
+        reference=_shell(wrap(reference)) if reference else None,
+        each_node=o.each_node, train=kind.requeues, warn_before=o.warn_before,
+        newest=_shell(wrap([img.python, "-m", "dnnbench.workloads.checkpoint", at.results_in])),
         command=_shell(wrap(_each_node(img.python, module_args, per_node) if o.each_node
                             else _launcher(img.python, module_args, per_node))))
     return text, run_dir, run_id

@@ -164,25 +164,39 @@ def _script_options(spec: dict) -> dict:
             "run_to_end": bool(spec.get("run_to_end"))}
 
 
-def plan_of(run: Run, opts, resume: bool = False):
-    """The plan of one run: `dnnbench train`'s for a `train:` job (resume: from its checkpoints),
-    `dnnbench run`'s otherwise."""
+def _kind(run: Run):
+    """The job kind of a suite's job (runs/kinds.py): `script:`, `train:` or a workload's windows."""
     from dnnbench.runs import kinds
-    train = run.spec.get("train")
-    job = None if train is None else dict(train, resume=resume)
-    return kinds.build_plan(kinds.kind_of(opts, job), opts, job, resume=bool(job and job["resume"]))
+    return kinds.of_job(run.spec.get("script"), run.spec.get("train"))
+
+
+def plan_of(run: Run, opts, resume: bool = False):
+    """The plan of one run, by its kind (a `train:` job's resume: from its checkpoints)."""
+    from dnnbench.runs import kinds
+    kind = _kind(run)
+    return kinds.build_plan(kind, opts, kind.job(run.spec.get("train"), resume), resume=resume)
 
 
 def _resumable(run: Run, run_dir: Path) -> bool:
-    """A `train:` job cut off with checkpoints recorded: resumed from them, not trained again."""
+    """A job of a kind that resumes (`train:`), cut off with checkpoints recorded: resumed from
+    them, not run again. Parallel copies: each copy's folder holds its own checkpoints, and the
+    job resumes when every copy can."""
+    if not _kind(run).resumes or not fileio.is_real_dir(str(run_dir)):
+        return False
+    if not run.spec.get("parallel"):
+        return _cut_off_with_checkpoints(run_dir)
+    copies = [p for p in sorted(Path(run_dir).iterdir()) if fileio.is_real_dir(str(p))]
+    return bool(copies) and _status(run_dir) in CUT_OFF and all(_cut_off_with_checkpoints(p) for p in copies)
+
+
+CUT_OFF = (None, "interrupted", "running")   # a run folder's status when its run did not end
+
+
+def _cut_off_with_checkpoints(run_dir: Path) -> bool:
+    """The folder's checkpoint record lists a checkpoint (the record train --resume reads), and
+    its run did not end."""
     from dnnbench.workloads import checkpoint
-    if run.spec.get("train") is None or run.spec.get("parallel") or not fileio.is_real_dir(str(run_dir)):
-        return False
-    try:
-        record = checkpoint.read_record(str(run_dir))
-    except checkpoint.Damaged:
-        return False
-    return bool(record and record["checkpoints"]) and _status(run_dir) in (None, "interrupted", "running")
+    return checkpoint.newest(str(run_dir)) not in ("", checkpoint.RECORD) and _status(run_dir) in CUT_OFF
 
 
 def _option(key: str, opts: dict, overrides: dict):
@@ -237,7 +251,7 @@ def _execute_one(run: Run, suite_dir: Path, overrides: dict, resume: bool = Fals
     plans = []
     for (label, gpu), cpuset in zip(copies, shares):
         plan = plan_of(run, _options(run, results=suite_dir, run_id=f"{run.run_id}/{label}", overrides=overrides,
-                                     gpus=gpu, cpuset=cpuset, memory=memory))
+                                     gpus=gpu, cpuset=cpuset, memory=memory), resume)
         plan.job = run.job
         plan.copy_of = run.run_id
         plans.append(plan)
@@ -323,7 +337,7 @@ def _remove_unfinished(run_dir: Path, suite_dir: Path) -> bool:
     `dnnbench run` of it holds that lock); False (kept) when it cannot be proved."""
     if not fileio.is_real_dir(str(run_dir)):
         return not os.path.lexists(run_dir)
-    if _status(run_dir) not in (None, "interrupted", "running"):
+    if _status(run_dir) not in CUT_OFF:
         return False
     try:
         held = locks.hold(run_dir, what=f"run folder {run_dir}", in_file=True)
