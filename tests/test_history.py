@@ -64,6 +64,37 @@ def test_an_older_store_is_migrated_in_place(db):
         assert conn.execute("SELECT version_num FROM alembic_version").fetchone()[0] == REVISION
 
 
+def test_a_schema_2_store_gets_the_series_index_and_its_rows_their_series_key(db):
+    from alembic import command
+    from alembic.config import Config
+    from sqlalchemy import MetaData, Table, create_engine, inspect
+
+    from dnnbench.history.facts import row
+    from dnnbench.history.schema import MIGRATIONS
+    from dnnbench.history.store import Store
+    from dnnbench.workloads import schema
+    db.parent.mkdir()
+    engine = create_engine(f"sqlite:///{db}")
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    with engine.begin() as conn:
+        config.attributes["connection"] = conn
+        command.upgrade(config, "r0002")
+    old = [{k: v for k, v in row(p, schema.read(str(p))).items() if k != "series_key"}
+           for p in sorted(RECORDED.rglob("result.json"))]
+    with engine.begin() as conn:    # rows as schema 2 held them: no series_key
+        conn.execute(Table("results", MetaData(), autoload_with=conn).insert(), old)
+    store = Store()
+    assert "ix_results_series" in {i["name"] for i in inspect(engine).get_indexes("results")}
+    job = "resnet18-bs4"
+    points = store.series(job)
+    assert sum(p["n"] for p in points) == sum(1 for r in old if r["job"] == job and r["status"] == "ok") > 0
+    assert store.add([row(p, schema.read(str(p))) for p in sorted(RECORDED.rglob("result.json"))])[1] == COUNT
+    store.close()
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT count(*) FROM results WHERE series_key IS NULL").fetchone()[0] == 0
+
+
 SCRIPTS = ROOT / "tests" / "fixtures" / "scripts"
 TIMING = ["--warmup", "1", "--number", "2", "--repeat", "3"]
 
@@ -133,8 +164,8 @@ def test_import_counts_and_the_queries(db, tmp_path):
     assert csv_text.splitlines()[0].startswith("started,job,") and len(csv_text.splitlines()) == COUNT + 1
     table = dnnbench("history", env={"COLUMNS": "80"}, check=0).stdout
     assert "resnet18-bs4" in table and max(len(line) for line in table.splitlines()) <= 80
-    series = dnnbench("history", "series", "resnet18-bs4", "--by", "time", "-f", "json", check=0)
-    assert len(json.loads(series.stdout)) == 2
+    series = json.loads(dnnbench("history", "series", "resnet18-bs4", "--by", "time", "-f", "json", check=0).stdout)
+    assert sum(p["n"] for p in series) == 2     # a point per image and day, each with its results counted
     one_line_error(dnnbench("history", "series", "nosuchjob"), "no ok result of job 'nosuchjob'")
     one_line_error(dnnbench("history", "list", "--since", "last tuesday"), "--since")
     peers = json.loads(dnnbench("history", "peers", RECORDED / "resnet18-bs4" / "r1", "--json", check=0).stdout)

@@ -24,6 +24,11 @@ def job_key(job: str | None) -> str:
     return hashlib.sha1((job or "").encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def series_key(gpu: str | None, image: str | None) -> str:
+    """One series point's group: a GPU model and an image, hashed to index any name's length."""
+    return hashlib.sha1(f"{gpu or ''}\0{image or ''}".encode("utf-8", "surrogatepass")).hexdigest()
+
+
 def when(text) -> datetime | None:
     """A result's ISO time as naive UTC (how the store keeps every time)."""
     try:
@@ -83,4 +88,5 @@ def row(path: Path | str, data: dict) -> dict:
     }
     for fact in FACTS:
         out[fact] = _text(manifest.get(fact) if manifest.get(fact) is not None else system.get(fact))
+    out["series_key"] = series_key(out["gpu"], out["image"])
     return out

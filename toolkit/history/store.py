@@ -2,6 +2,7 @@
 database problem comes out as a DnnbenchError with one line naming the store and why."""
 from __future__ import annotations
 
+import functools
 import re
 from contextlib import contextmanager
 from datetime import datetime
@@ -81,14 +82,15 @@ class Store:
     def select(self, *, job: str | None = None, workload: str | None = None, image: str | None = None,
                base: str | None = None, pytorch: str | None = None, cuda: str | None = None,
                host: str | None = None, gpu: str | None = None, since: datetime | None = None,
-               until: datetime | None = None, status: str | None = None, limit: int | None = None) -> list[dict]:
-        """Rows matching every filter given, oldest first. Names match exactly; versions match
-        a prefix (`--torch 2.4` finds 2.4.1+cu121)."""
+               until: datetime | None = None, status: str | None = None, limit: int | None = None,
+               columns: tuple[str, ...] | None = None) -> list[dict]:
+        """Rows matching every filter given, oldest first (only `columns` when given). Names
+        match exactly; versions match a prefix (`--torch 2.4` finds 2.4.1+cu121)."""
         from sqlalchemy import select
 
         from dnnbench.history.facts import job_key
         from dnnbench.history.tables import results as t
-        q = select(t)
+        q = select(*(t.c[c] for c in columns)) if columns else select(t)
         if job is not None:
             q = q.where(t.c.job_key == job_key(job), t.c.job == job)
         for column, value in ((t.c.workload, workload), (t.c.image, image), (t.c.base, base),
@@ -107,7 +109,51 @@ class Store:
         if limit is not None:
             q = q.limit(limit)
         with self.failing(), self.engine.connect() as conn:
-            return [dict(r) for r in conn.execute(q).mappings().all()]
+            found = conn.execute(q)
+            keys = list(found.keys())
+            return [dict(zip(keys, r)) for r in found]   # plain tuples: no Row object per result
+
+    def series(self, job: str, *, by: str = "release", gpu: str | None = None,
+               since: datetime | None = None, until: datetime | None = None) -> list[dict]:
+        """A job's ok results as series points, in release or time order: one point per GPU
+        model and image (by release), or per GPU model, image and day (by time). Each point:
+        n results, their mean throughput, sd, and a 95 % CI of the mean (one result: its own
+        CI). Summed in SQL from one covering index (ix_results_series): a million results of
+        a job are never read as rows, and other jobs' results are never touched."""
+        from sqlalchemy import func, select
+
+        from dnnbench.history.facts import job_key
+        from dnnbench.history.tables import results as t
+        v = t.c.throughput
+        q = select(t.c.series_key, func.count(v), func.sum(v), func.sum(v * v), func.min(t.c.started),
+                   func.max(t.c.started), func.min(t.c.ci_low), func.max(t.c.ci_high), func.min(t.c.id)).where(
+            t.c.job_key == job_key(job), t.c.status == "ok", v.isnot(None))
+        if since is not None:
+            q = q.where(t.c.started >= since)
+        if until is not None:
+            q = q.where(t.c.started < until)
+        q = q.group_by(t.c.series_key, *((func.date(t.c.started),) if by == "time" else ()))
+        with self.failing(), self.engine.connect() as conn:
+            groups = conn.execute(q).all()
+            first: dict[int, dict] = {}
+            facts = [t.c[c] for c in ("id", "job", "image", "base", "gpu", "pytorch", "cuda", "cudnn", "nccl",
+                                      "driver", "unit", "workload", "digest")]
+            ids = [g[8] for g in groups]
+            for start in range(0, len(ids), BATCH):   # each point's facts: its first result's row
+                found = conn.execute(select(*facts).where(t.c.id.in_(ids[start:start + BATCH])))
+                keys = list(found.keys())
+                first.update((r[0], dict(zip(keys, r))) for r in found)
+        points = []
+        for _key, n, total, squares, started, last, ci_low, ci_high, rid in groups:
+            row = first.get(rid)
+            if row is None or row["job"] != job or (gpu is not None and row["gpu"] != gpu):
+                continue
+            points.append(dict(row, status="ok", **_point(n, total, squares, ci_low, ci_high),
+                               started=started, last=last, host=None))
+        if by == "time":
+            return sorted(points, key=lambda p: (p["started"], p["id"]))
+        from dnnbench.history.commands import release_key
+        return sorted(points, key=release_key)
 
     def count(self) -> int:
         from sqlalchemy import func, select
@@ -115,6 +161,23 @@ class Store:
         from dnnbench.history.tables import results
         with self.failing(), self.engine.connect() as conn:
             return int(conn.execute(select(func.count()).select_from(results)).scalar() or 0)
+
+
+@functools.lru_cache(maxsize=None)
+def _t975(df: int) -> float:
+    from scipy import stats
+    return float(stats.t.ppf(0.975, df))
+
+
+def _point(n: int, total: float, squares: float, ci_low, ci_high) -> dict:
+    """A series point from its sums: mean, sd and the 95 % CI of the mean (Student's t)."""
+    import math
+    mean = total / n
+    if n == 1:
+        return {"n": 1, "throughput": mean, "sd": None, "ci_low": ci_low, "ci_high": ci_high}
+    sd = math.sqrt(max(squares - total * total / n, 0.0) / (n - 1))
+    half = _t975(n - 1) * sd / math.sqrt(n)
+    return {"n": n, "throughput": mean, "sd": sd, "ci_low": mean - half, "ci_high": mean + half}
 
 
 def _insert_once(conn):

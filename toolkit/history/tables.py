@@ -21,9 +21,12 @@ results = Table(
     Column("driver", Text), Column("host", Text), Column("gpu", Text), Column("gpu_count", Integer),
     Column("started", DateTime), Column("throughput", Float), Column("ci_low", Float),
     Column("ci_high", Float), Column("unit", Text), Column("path", Text), Column("recorded", DateTime),
+    Column("series_key", String(40)),     # facts.series_key: one GPU model and image (schema 3)
     Index("ix_results_job_started", "job_key", "started"),
     Index("ix_results_started", "started"),
     Index("ix_results_job_gpu", "job_key", "gpu"),
+    # a job's series summed from the index alone (Store.series), never its rows
+    Index("ix_results_series", "job_key", "status", "series_key", "started", "throughput", "ci_low", "ci_high", "id"),
 )
 
 COLUMNS = [c.name for c in results.columns if c.name != "id"]
