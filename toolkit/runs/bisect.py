@@ -484,6 +484,27 @@ def bisect_command(opts: RunOptions, good: str | None, bad: str | None, images: 
                   + (f"; {escape(ends.why)}" if ends.why else ""))
         _footer(session, started, folder)
         return 1
+    lo, hi, last, stuck = narrow(session, lo, hi, ends, tolerance, max_rounds)
+    if stuck is not None:
+        mid, j = stuck
+        out.print(f"{escape(refs[mid])} stays inconclusive against both ends after {j.rounds} rounds "
+                  f"({escape(j.why)}): the first slower image is after {escape(refs[lo])}, up to "
+                  f"{escape(refs[hi])} (the images from {lo + 1} to {hi} of the list, counted from 0)")
+        _footer(session, started, folder)
+        return 1
+    out.print(f"first slower: {escape(refs[hi])} ({last.pct()}), last good: {escape(refs[lo])}")
+    at = {s.index: s for s in session.steps}
+    changes = changed_facts(at[lo], at[hi])
+    out.print("what changed: " + (escape("; ".join(changes)) if changes else "none of " + ", ".join(FACTS)))
+    _footer(session, started, folder)
+    return 0
+
+
+def narrow(session: Rounds, lo: int, hi: int, ends: rounds_mod.Judgement, tolerance: float,
+           max_rounds: int) -> tuple[int, int, rounds_mod.Judgement, tuple[int, rounds_mod.Judgement] | None]:
+    """Halve lo..hi (hi judged slower than lo): each midpoint in rounds with both ends, until the
+    two are neighbours. (lo, hi, the last judgement, None), or with (mid, its judgement) when a
+    midpoint stays undecided (the first slower image is then after lo, up to hi)."""
     last = ends
     while hi - lo > 1:
         mid = (lo + hi) // 2
@@ -496,17 +517,8 @@ def bisect_command(opts: RunOptions, good: str | None, bad: str | None, images: 
             last = rounds_mod.judge(_logs(table, mid, hi), tolerance, j.rounds)
             lo = mid
         else:
-            out.print(f"{escape(refs[mid])} stays inconclusive against both ends after {j.rounds} rounds "
-                      f"({escape(j.why)}): the first slower image is after {escape(refs[lo])}, up to "
-                      f"{escape(refs[hi])} (the images from {lo + 1} to {hi} of the list, counted from 0)")
-            _footer(session, started, folder)
-            return 1
-    out.print(f"first slower: {escape(refs[hi])} ({last.pct()}), last good: {escape(refs[lo])}")
-    at = {s.index: s for s in session.steps}
-    changes = changed_facts(at[lo], at[hi])
-    out.print("what changed: " + (escape("; ".join(changes)) if changes else "none of " + ", ".join(FACTS)))
-    _footer(session, started, folder)
-    return 0
+            return lo, hi, last, (mid, j)
+    return lo, hi, last, None
 
 
 def _footer(session: Rounds, started: float, folder: Path) -> None:
