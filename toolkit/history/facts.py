@@ -74,7 +74,7 @@ def row(path: Path | str, data: dict) -> dict:
     job = _text(job_name(data)) if data.get("workload") is not None else _text(data.get("job"))
     listed = system.get("gpus")
     gpus = listed if isinstance(listed, list) else []
-    out = {
+    out: dict = {
         "identity": hashlib.sha256(identity.encode("utf-8", "surrogatepass")).hexdigest(),
         "content_hash": content_hash(data),
         "run_id": _text(data.get("run_id")), "kind": kind(data), "job": job, "job_key": job_key(job),
@@ -88,5 +88,5 @@ def row(path: Path | str, data: dict) -> dict:
     }
     for fact in FACTS:
         out[fact] = _text(manifest.get(fact) if manifest.get(fact) is not None else system.get(fact))
-    out["series_key"] = series_key(out["gpu"], out["image"])
+    out["series_key"] = series_key(gpu_model(data), out["image"])
     return out

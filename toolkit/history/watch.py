@@ -25,6 +25,7 @@ from dnnbench.errors import DnnbenchError
 
 if TYPE_CHECKING:
     from dnnbench.history.store import Store
+    from dnnbench.runs import bisect
 
 
 @dataclasses.dataclass
@@ -111,7 +112,7 @@ def survey(listed: list[tuple[str, str | None]], template, folder: Path, every: 
     held = 0
     for i in survey_order(len(listed), every):
         image, base = listed[i]
-        rows = history.held(job, gpu, image, base) if job is not None and gpu is not None else []
+        rows: list[dict] = history.held(job, gpu, image, base) if job is not None and gpu is not None else []
         if rows:
             info(f"[survey] {image}: {len(rows)} result(s) of {job} in the history, not run")
             points[i] = [dict(r, index=i) for r in rows]
@@ -131,7 +132,7 @@ def survey(listed: list[tuple[str, str | None]], template, folder: Path, every: 
 
 
 def judge(listed, template, folder: Path, lo: int, hi: int, why: str, tolerance: float,
-          max_rounds: int) -> tuple[Verdict, object]:
+          max_rounds: int) -> tuple[Verdict, bisect.Rounds]:
     """One suspect as bisect judges it: the ends in rounds, then the releases between halved."""
     import math
 
