@@ -1,7 +1,6 @@
 """What the `dnnbench history` commands do (toolkit/cli/history.py only wires them)."""
 from __future__ import annotations
 
-import re
 import statistics
 from pathlib import Path
 
@@ -46,16 +45,10 @@ def import_command(paths: list[Path], db: str | None) -> int:
     return 0
 
 
-def release_key(row: dict) -> tuple:
-    """Images in release order: by the numbers in the base or image name (ngc-24.10 after
-    ngc-24.05), then by when the result was taken."""
-    name = row.get("base") or row.get("image") or ""
-    return (tuple(int(x) for x in re.findall(r"\d+", name)[:6]), name, row.get("started") or 0)
-
-
 def ordered(rows: list[dict], by: str) -> list[dict]:
+    from dnnbench.history import facts
     if by == "release":
-        return sorted(rows, key=release_key)
+        return sorted(rows, key=facts.release_key)
     return rows      # the store returns them oldest first
 
 

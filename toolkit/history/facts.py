@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -90,3 +91,10 @@ def row(path: Path | str, data: dict) -> dict:
         out[fact] = _text(manifest.get(fact) if manifest.get(fact) is not None else system.get(fact))
     out["series_key"] = series_key(gpu_model(data), out["image"])
     return out
+
+
+def release_key(row: dict) -> tuple:
+    """Images in release order: by the numbers in the base or image name (ngc-24.10 after
+    ngc-24.05), then by when the result was taken."""
+    name = row.get("base") or row.get("image") or ""
+    return (tuple(int(x) for x in re.findall(r"\d+", name)[:6]), name, row.get("started") or 0)

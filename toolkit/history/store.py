@@ -152,7 +152,7 @@ class Store:
                                started=started, last=last, host=None))
         if by == "time":
             return sorted(points, key=lambda p: (p["started"], p["id"]))
-        from dnnbench.history.commands import release_key
+        from dnnbench.history.facts import release_key
         return sorted(points, key=release_key)
 
     def count(self) -> int:
