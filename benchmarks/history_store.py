@@ -5,7 +5,7 @@ PostgreSQL (a throwaway cluster, as the tests start one).
    `dnnbench history import` does: find, read and validate each file, make its row, record
    them (results/s, end to end); and the store alone (rows/s into Store.add).
 2. query: a store of P points (default 1,000,000) over J jobs plus P points of one more job
-   (bulk inserted, not timed; PostgreSQL then VACUUM ANALYZE, as autovacuum would), then a
+   (Store.add in batches, not timed; PostgreSQL then VACUUM ANALYZE, as autovacuum would), then a
    job's series (Store.series: one point per image, or per image and day, summed in SQL, as
    `history series` shows it) and its rows (Store.select) for one job of P/J points, one job in
    a one-week window, and the job holding P points (each timed as the median of 5, the
@@ -62,9 +62,9 @@ def timed_import(db: str, folder: Path) -> tuple[float, float]:
 
 
 def fill(db: str, points: int, jobs: int, big: str) -> None:
-    """P points over `jobs` jobs, plus P points of the job `big` (bulk insert: setup, not timed)."""
-    from dnnbench.history.engine import writer
-    from dnnbench.history.tables import results
+    """P points over `jobs` jobs, plus P points of the job `big`, through Store.add in batches of
+    20,000 rows (the store's own insert and series sums, without reading result files; setup,
+    not timed)."""
     store = Store(db)
     rng = random.Random(1)
 
@@ -81,8 +81,7 @@ def fill(db: str, points: int, jobs: int, big: str) -> None:
                    "recorded": T0, "series_key": series_key("NVIDIA H100 80GB HBM3", f"img:{i % 40}")}
     for name_of, offset in ((lambda i: f"job-{i % jobs}", 0), (lambda i: big, points)):
         for start in range(offset, offset + points, 20_000):
-            with writer(store.engine) as conn:
-                conn.execute(results.insert(), list(rows(start, 20_000, name_of)))
+            store.add(list(rows(start, min(20_000, offset + points - start), name_of)))
     if store.engine.dialect.name == "postgresql":
         with store.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
             conn.exec_driver_sql("VACUUM ANALYZE results")
@@ -118,6 +117,8 @@ def run(label: str, db: str, args, work: Path) -> None:
              {"job": "job-7", "since": week, "until": week + timedelta(days=7)}),
             (f"series by release of the job of {args.points:,} points", 5, "release", {"job": "the-big-job"}),
             (f"series by time (image and day) of the job of {args.points:,} points", 5, "time", {"job": "the-big-job"}),
+            (f"series by release of the job of {args.points:,} points, a 4-week window", 5, "release",
+             {"job": "the-big-job", "since": week, "until": week + timedelta(days=28)}),
             (f"rows of the job of {args.points:,} points, all returned", 1, "select", {"job": "the-big-job"})):
         seconds, n = timed_query(db, reps, how, **filters)
         print(f"{label}: query {what}: {seconds:.3f} s ({n:,} results)", flush=True)
