@@ -7,6 +7,8 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.helpers import ROOT, dnnbench, one_line_error
 
@@ -202,3 +204,46 @@ def test_suite_jobs_are_recorded_and_parallel_copies_once_as_their_combined_resu
     assert len(combined["copies"]) == 1
     res = dnnbench("history", "import", tmp_path / "out", check=0)
     assert "0 imported, 2 already there, 0 updated, 0 unreadable (2 parallel copies" in res.stderr, res.stderr
+
+
+def _made(i: int, job: str, image: str, day: int, value: float | None, status: str = "ok") -> dict:
+    from datetime import datetime, timedelta
+
+    from dnnbench.history.facts import job_key, series_key
+    return {"identity": f"{i:064d}", "content_hash": f"{hash((value, status)) & 0xffff:064d}", "run_id": f"r{i}",
+            "kind": "run", "job": job, "job_key": job_key(job), "workload": "w", "status": status, "image": image,
+            "digest": None, "base": None, "pytorch": "2.4.1", "cuda": None, "cudnn": None, "nccl": None,
+            "driver": None, "host": "h", "gpu": "CPU", "gpu_count": 0,
+            "started": datetime(2026, 11, 1) + timedelta(days=day, minutes=i), "throughput": value,
+            "ci_low": None if value is None else value * 0.99, "ci_high": None if value is None else value * 1.01,
+            "unit": "items", "path": f"/r/{i}", "recorded": datetime(2026, 11, 27),
+            "series_key": series_key("CPU", image)}
+
+
+RESULT = st.tuples(st.sampled_from(["a", "b'; DROP TABLE results; --"]), st.sampled_from(["img:1", "img:2", "img:10"]),
+                   st.integers(0, 3), st.one_of(st.none(), st.floats(1, 1000)), st.sampled_from(["ok", "ok", "failed"]))
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(RESULT, min_size=1, max_size=30), st.lists(st.tuples(st.integers(0, 29), st.floats(1, 1000)),
+                                                           max_size=5))
+def test_a_series_read_from_its_sums_is_the_series_of_its_rows(results, rewritten):
+    """The sums kept as results are added (and rewritten: a resumed training's result) give the
+    same series points as summing the rows themselves (the index path a time window takes)."""
+    import tempfile
+    from datetime import datetime
+
+    from dnnbench.history.store import Store
+    with tempfile.TemporaryDirectory() as tmp:
+        store = Store(str(Path(tmp) / "h.db"))
+        rows = [_made(i, *r) for i, r in enumerate(results)]
+        store.add(rows)
+        again = [dict(rows[i], throughput=v, content_hash=f"{i + 7:064d}") for i, v in rewritten if i < len(rows)]
+        store.add(again)
+        for job in {r["job"] for r in rows}:
+            for by in ("release", "time"):
+                summed = store.series(job, by=by)
+                counted = store.series(job, by=by, since=datetime(2000, 1, 1))
+                assert [(p["image"], p["n"]) for p in summed] == [(p["image"], p["n"]) for p in counted]
+                assert [p["throughput"] for p in summed] == pytest.approx([p["throughput"] for p in counted])
+        store.close()
