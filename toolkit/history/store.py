@@ -229,12 +229,8 @@ def _add(conn, rows: list[dict]) -> None:
     if not sums:
         return
     pg = conn.dialect.name == "postgresql"
-    if pg:
-        from sqlalchemy.dialects.postgresql import insert
-    else:
-        from sqlalchemy.dialects.sqlite import insert
     least, greatest = (func.least, func.greatest) if pg else (func.min, func.max)   # of two values
-    ins = insert(s)
+    ins = _dialect_insert(conn, s)
     x = ins.excluded
     conn.execute(ins.on_conflict_do_update(index_elements=["job_key", "series_key", "day"], set_={
         "n": s.c.n + x.n, "total": s.c.total + x.total, "squares": s.c.squares + x.squares,
@@ -274,6 +270,15 @@ def _point(n: int, total: float, squares: float, ci_low, ci_high) -> dict:
     sd = math.sqrt(max(squares - total * total / n, 0.0) / (n - 1))
     half = _t975(n - 1) * sd / math.sqrt(n)
     return {"n": n, "throughput": mean, "sd": sd, "ci_low": mean - half, "ci_high": mean + half}
+
+
+def _dialect_insert(conn, table):
+    """INSERT with ON CONFLICT, as the store's database spells it."""
+    if conn.dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert
+        return insert(table)
+    from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+    return sqlite_insert(table)
 
 
 def _insert_once(conn):

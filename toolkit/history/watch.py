@@ -75,8 +75,8 @@ class History:
     A store that fails mid-watch is said once and left alone (the result files stay the truth)."""
 
     def __init__(self) -> None:
-        from dnnbench.history.store import Store
-        self.store: Store | None = Store(create=True)   # refused here, before any run: exit 2
+        from dnnbench.history import store
+        self.store: Store | None = store.Store(create=True)   # refused here, before any run: exit 2
 
     def held(self, job: str, gpu: str, image: str, base: str | None) -> list[dict]:
         if self.store is None:
