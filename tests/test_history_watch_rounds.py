@@ -150,3 +150,16 @@ def test_watch_is_right_or_says_nothing_whatever_the_load_does(kind, factor, at,
         assert name == RELEASES[slow_from], out
     if code == 0:
         assert not named
+
+
+@pytest.mark.parametrize("values,every,want", [
+    ([100] * 5 + [75] * 3, 1, [(4, 5, "change detection")]),
+    ([100] * 7 + [75], 1, [(5, 7, "newest release")]),         # one point after: too few to detect
+    ([100] * 6 + [75] * 2, 1, [(5, 7, "newest release")]),     # two after: bisected between 5 and 7
+    ([100] * 7 + [97], 1, []),                                 # within half the tolerance: not suspected
+    ([100] * 8, 1, []),
+])
+def test_where_watch_looks(values, every, want):
+    points = {i: [{"throughput": v * (1 + 0.002 * (i % 3)), "ci_low": v * 0.99, "ci_high": v * 1.01, "index": i}]
+              for i, v in enumerate(values) if i in watch.survey_order(len(values), every)}
+    assert watch.suspects(points, 0.1) == want
