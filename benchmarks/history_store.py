@@ -118,7 +118,8 @@ def run(label: str, db: str, args, work: Path) -> None:
             (f"series by release of the job of {args.points:,} points", 5, "release", {"job": "the-big-job"}),
             (f"series by time (image and day) of the job of {args.points:,} points", 5, "time", {"job": "the-big-job"}),
             (f"series by release of the job of {args.points:,} points, a 4-week window", 5, "release",
-             {"job": "the-big-job", "since": week, "until": week + timedelta(days=28)}),
+             {"job": "the-big-job", "since": week + timedelta(seconds=args.points * 30),
+              "until": week + timedelta(seconds=args.points * 30, days=28)}),
             (f"rows of the job of {args.points:,} points, all returned", 1, "select", {"job": "the-big-job"})):
         seconds, n = timed_query(db, reps, how, **filters)
         print(f"{label}: query {what}: {seconds:.3f} s ({n:,} results)", flush=True)

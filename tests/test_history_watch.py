@@ -24,7 +24,7 @@ def releases(built_image, tmp_path_factory):
 def test_watch_names_the_slower_release_records_each_once_and_resumes(releases, tmp_path, monkeypatch):
     monkeypatch.setenv("DNNBENCH_DB", str(tmp_path / "history.db"))
     args = ["watch", WORKLOAD, "--images", ",".join(releases), "--results", tmp_path, "--run-id", "w",
-            "--tolerance", "0.1", "--rounds", "3", *TINY]
+            "--tolerance", "0.1", "--rounds", "4", *TINY]
     res = dnnbench(*args, timeout=1800)
     assert res.returncode == 1, res.stdout + res.stderr          # a release made it slower
     lines = res.stdout.splitlines()

@@ -159,17 +159,20 @@ class Store:
             first: dict[int, dict] = {}
             facts = [t.c[c] for c in ("id", "job", "image", "base", "gpu", "pytorch", "cuda", "cudnn", "nccl",
                                       "driver", "unit", "workload", "digest")]
-            ids = [g[8] for g in groups]
-            for start in range(0, len(ids), BATCH):   # each point's facts: its first result's row
+            rep: dict[str, int] = {}      # an image's facts (one row's) serve each of its points
+            for g in groups:
+                rep[g[0]] = min(rep.get(g[0], g[8]), g[8])
+            ids = sorted(set(rep.values()))
+            for start in range(0, len(ids), BATCH):
                 found = conn.execute(select(*facts).where(t.c.id.in_(ids[start:start + BATCH])))
                 keys = list(found.keys())
                 first.update((r[0], dict(zip(keys, r))) for r in found)
         points = []
-        for _key, n, total, squares, started, last, ci_low, ci_high, rid in groups:
-            row = first.get(rid)
+        for key, n, total, squares, started, last, ci_low, ci_high, rid in groups:
+            row = first.get(rep[key])
             if not n or row is None or row["job"] != job or (gpu is not None and row["gpu"] != gpu):
                 continue
-            points.append(dict(row, status="ok", **_point(n, total, squares, ci_low, ci_high),
+            points.append(dict(row, id=rid, status="ok", **_point(n, total, squares, ci_low, ci_high),
                                started=started, last=last, host=None))
         if by == "time":
             return sorted(points, key=lambda p: (p["started"] or datetime.min, p["id"]))
