@@ -26,7 +26,7 @@ def main():
     p.add_argument("--releases", type=int, default=6)
     p.add_argument("--slow-from", type=int, default=4, help="the first slower release, counted from 1")
     p.add_argument("--every", type=int, default=1)
-    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--rounds", type=int, default=4)
     args = p.parse_args()
     base = os.environ.get("DNNBENCH_TEST_IMAGE_TAG", "dnnbench-test:latest")
     work = Path(tempfile.mkdtemp(prefix="dnnbench-watch-bench-"))
