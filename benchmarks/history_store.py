@@ -4,9 +4,12 @@ PostgreSQL (a throwaway cluster, as the tests start one).
 1. import: N result files (real result JSON, 12 windows each) written to a folder, then what
    `dnnbench history import` does: find, read and validate each file, make its row, record
    them (results/s, end to end); and the store alone (rows/s into Store.add).
-2. query: a store of P points (default 1,000,000) over J jobs, then Store.select of one job
-   (P/J points) and of one job in a one-week window; and the worst case, one job holding all
-   P points (each timed as the median of 5).
+2. query: a store of P points (default 1,000,000) over J jobs plus P points of one more job
+   (Store.add in batches, not timed; PostgreSQL then VACUUM ANALYZE, as autovacuum would), then a
+   job's series (Store.series: one point per image, or per image and day, summed in SQL, as
+   `history series` shows it) and its rows (Store.select) for one job of P/J points, one job in
+   a one-week window, and the job holding P points (each timed as the median of 5, the
+   big job's rows returned whole once).
 
 Usage: python benchmarks/history_store.py [--results 10000] [--points 1000000] [--jobs 1000]
                                          [--no-postgres]
@@ -24,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from dnnbench.history.facts import job_key  # noqa: E402
+from dnnbench.history.facts import job_key, series_key  # noqa: E402
 from dnnbench.history.store import Store  # noqa: E402
 
 TEMPLATE = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "results" / "verdict" / "loader-cpu-w0" / "result.json"
@@ -59,9 +62,9 @@ def timed_import(db: str, folder: Path) -> tuple[float, float]:
 
 
 def fill(db: str, points: int, jobs: int, big: str) -> None:
-    """P points over `jobs` jobs, plus P points of the job `big` (bulk insert: setup, not timed)."""
-    from dnnbench.history.engine import writer
-    from dnnbench.history.tables import results
+    """P points over `jobs` jobs, plus P points of the job `big`, through Store.add in batches of
+    20,000 rows (the store's own insert and series sums, without reading result files; setup,
+    not timed)."""
     store = Store(db)
     rng = random.Random(1)
 
@@ -75,20 +78,25 @@ def fill(db: str, points: int, jobs: int, big: str) -> None:
                    "cuda": "12.4", "cudnn": "90100", "nccl": "2.21.5", "driver": "550.54", "host": f"node{i % 16}",
                    "gpu": "NVIDIA H100 80GB HBM3", "gpu_count": 8, "started": T0 + timedelta(seconds=i * 30),
                    "throughput": v, "ci_low": v * 0.99, "ci_high": v * 1.01, "unit": "images/s", "path": f"/r/{i}",
-                   "recorded": T0}
+                   "recorded": T0, "series_key": series_key("NVIDIA H100 80GB HBM3", f"img:{i % 40}")}
     for name_of, offset in ((lambda i: f"job-{i % jobs}", 0), (lambda i: big, points)):
         for start in range(offset, offset + points, 20_000):
-            with writer(store.engine) as conn:
-                conn.execute(results.insert(), list(rows(start, 20_000, name_of)))
+            store.add(list(rows(start, min(20_000, offset + points - start), name_of)))
+    if store.engine.dialect.name == "postgresql":
+        with store.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            conn.exec_driver_sql("VACUUM ANALYZE results")
     store.close()
 
 
-def timed_query(db: str, reps: int, **filters) -> tuple[float, int]:
+def timed_query(db: str, reps: int, how: str, **filters) -> tuple[float, int]:
     store = Store(db)
     times, n = [], 0
     for _ in range(reps):
         t0 = time.perf_counter()
-        n = len(store.select(**filters))
+        if how == "select":
+            n = len(store.select(**filters))
+        else:
+            n = sum(p["n"] for p in store.series(by=how, **filters))
         times.append(time.perf_counter() - t0)
     store.close()
     return statistics.median(times), n
@@ -102,12 +110,19 @@ def run(label: str, db: str, args, work: Path) -> None:
     fill(db, args.points, args.jobs, "the-big-job")
     print(f"{label}: filled {2 * args.points:,} points in {time.perf_counter() - t0:.0f} s")
     week = T0 + timedelta(seconds=args.points * 30 // 2)     # the middle of the points' span
-    for what, reps, filters in (
-            (f"one job of {args.jobs} ({args.points // args.jobs:,} points)", 5, {"job": "job-7"}),
-            ("one job, a one-week window", 5, {"job": "job-7", "since": week, "until": week + timedelta(days=7)}),
-            (f"one job holding {args.points:,} points (all returned)", 1, {"job": "the-big-job"})):
-        seconds, n = timed_query(db, reps, **filters)
-        print(f"{label}: query {what}: {seconds:.3f} s ({n:,} rows)")
+    for what, reps, how, filters in (
+            (f"series of one job of {args.jobs} ({args.points // args.jobs:,} points)", 5, "release", {"job": "job-7"}),
+            (f"rows of one job of {args.jobs}", 5, "select", {"job": "job-7"}),
+            ("rows of one job, a one-week window", 5, "select",
+             {"job": "job-7", "since": week, "until": week + timedelta(days=7)}),
+            (f"series by release of the job of {args.points:,} points", 5, "release", {"job": "the-big-job"}),
+            (f"series by time (image and day) of the job of {args.points:,} points", 5, "time", {"job": "the-big-job"}),
+            (f"series by release of the job of {args.points:,} points, a 4-week window", 5, "release",
+             {"job": "the-big-job", "since": week + timedelta(seconds=args.points * 30),
+              "until": week + timedelta(seconds=args.points * 30, days=28)}),
+            (f"rows of the job of {args.points:,} points, all returned", 1, "select", {"job": "the-big-job"})):
+        seconds, n = timed_query(db, reps, how, **filters)
+        print(f"{label}: query {what}: {seconds:.3f} s ({n:,} results)", flush=True)
 
 
 def main():
@@ -116,10 +131,12 @@ def main():
     p.add_argument("--points", type=int, default=1_000_000)
     p.add_argument("--jobs", type=int, default=1000)
     p.add_argument("--no-postgres", action="store_true")
+    p.add_argument("--no-sqlite", action="store_true")
     args = p.parse_args()
     work = Path(tempfile.mkdtemp(prefix="dnnbench-history-bench-"))
     write_results(work / "results", args.results)
-    run("sqlite", str(work / "history.db"), args, work)
+    if not args.no_sqlite:
+        run("sqlite", str(work / "history.db"), args, work)
     if not args.no_postgres:
         from tests.postgres import Cluster
         cluster = Cluster()

@@ -7,6 +7,8 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.helpers import ROOT, dnnbench, one_line_error
 
@@ -62,6 +64,37 @@ def test_an_older_store_is_migrated_in_place(db):
     assert "ix_results_job_gpu" in {i["name"] for i in inspect(engine).get_indexes("results")}
     with sqlite3.connect(db) as conn:
         assert conn.execute("SELECT version_num FROM alembic_version").fetchone()[0] == REVISION
+
+
+def test_a_schema_2_store_gets_the_series_index_and_its_rows_their_series_key(db):
+    from alembic import command
+    from alembic.config import Config
+    from sqlalchemy import MetaData, Table, create_engine, inspect
+
+    from dnnbench.history.facts import row
+    from dnnbench.history.schema import MIGRATIONS
+    from dnnbench.history.store import Store
+    from dnnbench.workloads import schema
+    db.parent.mkdir()
+    engine = create_engine(f"sqlite:///{db}")
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    with engine.begin() as conn:
+        config.attributes["connection"] = conn
+        command.upgrade(config, "r0002")
+    old = [{k: v for k, v in row(p, schema.read(str(p))).items() if k != "series_key"}
+           for p in sorted(RECORDED.rglob("result.json"))]
+    with engine.begin() as conn:    # rows as schema 2 held them: no series_key
+        conn.execute(Table("results", MetaData(), autoload_with=conn).insert(), old)
+    store = Store()
+    assert "ix_results_series" in {i["name"] for i in inspect(engine).get_indexes("results")}
+    job = "resnet18-bs4"
+    points = store.series(job)
+    assert sum(p["n"] for p in points) == sum(1 for r in old if r["job"] == job and r["status"] == "ok") > 0
+    assert store.add([row(p, schema.read(str(p))) for p in sorted(RECORDED.rglob("result.json"))])[1] == COUNT
+    store.close()
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT count(*) FROM results WHERE series_key IS NULL").fetchone()[0] == 0
 
 
 SCRIPTS = ROOT / "tests" / "fixtures" / "scripts"
@@ -133,8 +166,8 @@ def test_import_counts_and_the_queries(db, tmp_path):
     assert csv_text.splitlines()[0].startswith("started,job,") and len(csv_text.splitlines()) == COUNT + 1
     table = dnnbench("history", env={"COLUMNS": "80"}, check=0).stdout
     assert "resnet18-bs4" in table and max(len(line) for line in table.splitlines()) <= 80
-    series = dnnbench("history", "series", "resnet18-bs4", "--by", "time", "-f", "json", check=0)
-    assert len(json.loads(series.stdout)) == 2
+    series = json.loads(dnnbench("history", "series", "resnet18-bs4", "--by", "time", "-f", "json", check=0).stdout)
+    assert sum(p["n"] for p in series) == 2     # a point per image and day, each with its results counted
     one_line_error(dnnbench("history", "series", "nosuchjob"), "no ok result of job 'nosuchjob'")
     one_line_error(dnnbench("history", "list", "--since", "last tuesday"), "--since")
     peers = json.loads(dnnbench("history", "peers", RECORDED / "resnet18-bs4" / "r1", "--json", check=0).stdout)
@@ -171,3 +204,46 @@ def test_suite_jobs_are_recorded_and_parallel_copies_once_as_their_combined_resu
     assert len(combined["copies"]) == 1
     res = dnnbench("history", "import", tmp_path / "out", check=0)
     assert "0 imported, 2 already there, 0 updated, 0 unreadable (2 parallel copies" in res.stderr, res.stderr
+
+
+def _made(i: int, job: str, image: str, day: int, value: float | None, status: str = "ok") -> dict:
+    from datetime import datetime, timedelta
+
+    from dnnbench.history.facts import job_key, series_key
+    return {"identity": f"{i:064d}", "content_hash": f"{hash((value, status)) & 0xffff:064d}", "run_id": f"r{i}",
+            "kind": "run", "job": job, "job_key": job_key(job), "workload": "w", "status": status, "image": image,
+            "digest": None, "base": None, "pytorch": "2.4.1", "cuda": None, "cudnn": None, "nccl": None,
+            "driver": None, "host": "h", "gpu": "CPU", "gpu_count": 0,
+            "started": datetime(2026, 11, 1) + timedelta(days=day, minutes=i), "throughput": value,
+            "ci_low": None if value is None else value * 0.99, "ci_high": None if value is None else value * 1.01,
+            "unit": "items", "path": f"/r/{i}", "recorded": datetime(2026, 11, 27),
+            "series_key": series_key("CPU", image)}
+
+
+RESULT = st.tuples(st.sampled_from(["a", "b'; DROP TABLE results; --"]), st.sampled_from(["img:1", "img:2", "img:10"]),
+                   st.integers(0, 3), st.one_of(st.none(), st.floats(1, 1000)), st.sampled_from(["ok", "ok", "failed"]))
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(RESULT, min_size=1, max_size=30), st.lists(st.tuples(st.integers(0, 29), st.floats(1, 1000)),
+                                                           max_size=5))
+def test_a_series_read_from_its_sums_is_the_series_of_its_rows(results, rewritten):
+    """The sums kept as results are added (and rewritten: a resumed training's result) give the
+    same series points as summing the rows themselves (the index path a time window takes)."""
+    import tempfile
+    from datetime import datetime
+
+    from dnnbench.history.store import Store
+    with tempfile.TemporaryDirectory() as tmp:
+        store = Store(str(Path(tmp) / "h.db"))
+        rows = [_made(i, *r) for i, r in enumerate(results)]
+        store.add(rows)
+        again = [dict(rows[i], throughput=v, content_hash=f"{i + 7:064d}") for i, v in rewritten if i < len(rows)]
+        store.add(again)
+        for job in {r["job"] for r in rows}:
+            for by in ("release", "time"):
+                summed = store.series(job, by=by)
+                counted = store.series(job, by=by, since=datetime(2000, 1, 1))
+                assert [(p["image"], p["n"]) for p in summed] == [(p["image"], p["n"]) for p in counted]
+                assert [p["throughput"] for p in summed] == pytest.approx([p["throughput"] for p in counted])
+        store.close()

@@ -31,6 +31,7 @@ def pg(cluster, monkeypatch):
     engine = create_engine(cluster.url().replace("postgresql://", "postgresql+psycopg://"))
     with engine.begin() as conn:
         conn.execute(text("DROP TABLE IF EXISTS results"))
+        conn.execute(text("DROP TABLE IF EXISTS series"))
         conn.execute(text("DROP TABLE IF EXISTS alembic_version"))
     engine.dispose()
     monkeypatch.setenv("DNNBENCH_DB", cluster.url())
@@ -56,6 +57,8 @@ def test_record_import_and_query_on_postgresql(pg, tmp_path):
     assert [r["run_id"] for r in _json(dnnbench("history", "--job", "resnet50-bs64", "--since", "2026-10-01T03:00Z",
                                                 "--until", "2026-10-01T05:00Z", "-f", "json"))] == [
         "h0003-node1", "h0004-node1"]
+    series = _json(dnnbench("history", "series", "resnet50-bs64", "-f", "json"))     # from the job's sums
+    assert [(p["image"], p["n"]) for p in series] == [(f"local:rel-4.{i}", 1) for i in range(9)]
     found = json.loads(dnnbench("history", "changes", "resnet50-bs64", "-f", "json", check=1).stdout)
     assert [(c["before"]["image"], c["after"]["image"]) for c in found] == [("local:rel-4.4", "local:rel-4.5")]
     # the password never reaches the screen

@@ -22,18 +22,25 @@ def releases(built_image, tmp_path_factory):
 def test_watch_names_the_slower_release_records_each_once_and_resumes(releases, tmp_path, monkeypatch):
     monkeypatch.setenv("DNNBENCH_DB", str(tmp_path / "history.db"))
     args = ["watch", WORKLOAD, "--images", ",".join(releases), "--results", tmp_path, "--run-id", "w",
-            "--tolerance", "0.1", *TINY]
+            "--tolerance", "0.1", "--rounds", "4", *TINY]
     res = dnnbench(*args, timeout=1800)
     assert res.returncode == 1, res.stdout + res.stderr          # a release made it slower
     lines = res.stdout.splitlines()
-    assert lines[0].startswith("slower: -") and lines[0].endswith(f"from {releases[3]}, after {releases[2]}"), lines
+    # surveyed once each, the change found between w3 and w4, confirmed there in alternated rounds
+    assert lines[0].startswith("slower: -") and lines[0].endswith(
+        f"from {releases[3]}, after {releases[2]} (rounds; suspected by change detection)"), lines
     assert f"  image: {releases[2]} -> {releases[3]}" in lines
+    made = sorted(str(p) for p in (tmp_path / "w").rglob("result.json"))
     listed = json.loads(dnnbench("history", "-f", "json", check=0).stdout)
-    assert sorted(r["image"] for r in listed) == sorted(releases)
-    # again: every image read back, none run, none recorded twice, the same verdict
+    assert sorted(r["path"] for r in listed) == made        # every run recorded, each once
+    assert {r["image"] for r in listed} == set(releases)
+    # again: every release read back or found in the history, none run, none recorded twice
     again = dnnbench(*args, timeout=600)
-    assert again.returncode == 1 and "measuring" not in again.stderr, again.stderr
-    assert len(json.loads(dnnbench("history", "-f", "json", check=0).stdout)) == len(releases)
+    assert again.returncode == 1 and again.stdout.splitlines()[0] == lines[0], again.stdout + again.stderr
+    said = [line for line in again.stderr.splitlines() if line.startswith(("[survey]", "[round"))]
+    assert said and all("(read back)" in line or "in the history, not run" in line for line in said), said
+    assert sorted(str(p) for p in (tmp_path / "w").rglob("result.json")) == made
+    assert len(json.loads(dnnbench("history", "-f", "json", check=0).stdout)) == len(made)
 
 
 def test_watch_refuses_an_unusable_store_before_any_run(releases, tmp_path, monkeypatch):

@@ -6,8 +6,9 @@ from typing import List, Optional
 
 import typer
 
-from dnnbench.cli.harness_options import INJECTED, with_harness_options, with_params
+from dnnbench.cli.harness_options import INJECTED, in_range, with_harness_options, with_params
 from dnnbench.cli.runs import IMAGES_PARAMS
+from dnnbench.workloads.options import BY_NAME
 
 DB = typer.Option(None, "--db", help="The store: a SQLite file or a postgresql:// URL (default $DNNBENCH_DB, "
                                      "else ~/.local/share/dnnbench/history.db).")
@@ -112,15 +113,24 @@ def changes(job: Optional[str] = typer.Argument(None, help="One job (default: ev
 @with_params(IMAGES_PARAMS, key="job")
 @with_harness_options()
 def watch(workload: str = typer.Argument(..., help="Workload name (`dnnbench workloads`)."),
+          rounds: int = typer.Option(8, "--rounds", callback=in_range(BY_NAME["rounds"]),
+                                     help="The most rounds per judgement of a suspected slowdown (its ends, "
+                                          "then each midpoint with both ends), as bisect; looked at from 3 on."),
+          every: int = typer.Option(1, "--every", min=1,
+                                    help="Survey every N-th release (and the newest); the releases between "
+                                         "are measured only where a slowdown is suspected (bisected)."),
           harness: dict = INJECTED, job: dict = INJECTED):
-    """The job on each image, in release order (`--images A,B,C` or `--bases X..Y`), each result
-    recorded in the history; then the lasting changes over the list, each with its size (95% CI)
-    and what changed. Finished images are read back, not run again (resumable after Ctrl-C).
-    Exit 1 when a release made the job slower, 0 otherwise."""
+    """Which release made the job slower: the releases in order (`--images A,B,C` or `--bases
+    X..Y`) not yet in the history for this job and GPU model are measured (the newest always),
+    each result recorded; change detection and the newest release against its predecessors
+    choose where to look; each suspected slowdown is judged in alternated rounds and bisected as
+    `bisect` does, naming the first slower release and what changed. Finished runs are read back
+    (resumable after Ctrl-C). Exit 1 when a release was found slower, 0 otherwise, 2 when the
+    store cannot be used."""
     from dnnbench.cli.runs import _images_job
     from dnnbench.history.watch import watch_command
     opts, images, bases = _images_job(workload, job, harness)
-    raise typer.Exit(watch_command(opts, images, bases, job["tolerance"]))
+    raise typer.Exit(watch_command(opts, images, bases, job["tolerance"], rounds, every))
 
 
 def register(app: typer.Typer) -> None:

@@ -1,7 +1,6 @@
 """What the `dnnbench history` commands do (toolkit/cli/history.py only wires them)."""
 from __future__ import annotations
 
-import re
 import statistics
 from pathlib import Path
 
@@ -46,16 +45,10 @@ def import_command(paths: list[Path], db: str | None) -> int:
     return 0
 
 
-def _release_key(row: dict) -> tuple:
-    """Images in release order: by the numbers in the base or image name (ngc-24.10 after
-    ngc-24.05), then by when the result was taken."""
-    name = row.get("base") or row.get("image") or ""
-    return (tuple(int(x) for x in re.findall(r"\d+", name)[:6]), name, row.get("started") or 0)
-
-
 def ordered(rows: list[dict], by: str) -> list[dict]:
+    from dnnbench.history import facts
     if by == "release":
-        return sorted(rows, key=_release_key)
+        return sorted(rows, key=facts.release_key)
     return rows      # the store returns them oldest first
 
 
@@ -90,15 +83,21 @@ def list_command(filters: dict, fmt: str, output: Path | None, wide: bool, db: s
 
 def series_command(job: str, by: str, gpu: str | None, fmt: str, output: Path | None, wide: bool,
                    db: str | None) -> int:
+    """A job's series: one point per image (and GPU model), or per image and day, summed in SQL."""
+    from dnnbench.history import views
     store = _store(db)
     try:
-        rows = [r for r in store.select(job=job, gpu=gpu) if r.get("status") == "ok"]
+        points = store.series(job, by=by, gpu=gpu)
     finally:
         store.close()
-    if not rows:
+    if not points:
         raise DnnbenchError(f"no ok result of job {job!r} in the history" + (f" on {gpu}" if gpu else ""))
-    show(ordered(rows, by), fmt, f"{job}: {len(rows)} result(s) in {'release' if by == 'release' else 'time'} order",
-         output, wide)
+    title = (f"{job}: {sum(p['n'] for p in points)} result(s) in {len(points)} point(s), "
+             f"{'release' if by == 'release' else 'time'} order")
+    if fmt == "table" and output is None:
+        views.series_table(title, points, wide)
+        return 0
+    show(points, fmt, title, output, wide)
     return 0
 
 
@@ -128,7 +127,8 @@ def peers_command(result: Path, as_json: bool, db: str | None) -> int:
         raise DnnbenchError(f"{path}: no throughput to compare (status {mine.get('status')})")
     store = _store(db)
     try:
-        peers = [r["throughput"] for r in store.select(job=mine["job"], gpu=mine["gpu"], status="ok")
+        peers = [r["throughput"] for r in store.select(job=mine["job"], gpu=mine["gpu"], status="ok",
+                                                       columns=("identity", "throughput"))
                  if r["identity"] != mine["identity"] and isinstance(r.get("throughput"), (int, float))]
     finally:
         store.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -22,6 +23,11 @@ def _dict(value) -> dict:
 
 def job_key(job: str | None) -> str:
     return hashlib.sha1((job or "").encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def series_key(gpu: str | None, image: str | None) -> str:
+    """One series point's group: a GPU model and an image, hashed to index any name's length."""
+    return hashlib.sha1(f"{gpu or ''}\0{image or ''}".encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def when(text) -> datetime | None:
@@ -69,7 +75,7 @@ def row(path: Path | str, data: dict) -> dict:
     job = _text(job_name(data)) if data.get("workload") is not None else _text(data.get("job"))
     listed = system.get("gpus")
     gpus = listed if isinstance(listed, list) else []
-    out = {
+    out: dict = {
         "identity": hashlib.sha256(identity.encode("utf-8", "surrogatepass")).hexdigest(),
         "content_hash": content_hash(data),
         "run_id": _text(data.get("run_id")), "kind": kind(data), "job": job, "job_key": job_key(job),
@@ -83,4 +89,12 @@ def row(path: Path | str, data: dict) -> dict:
     }
     for fact in FACTS:
         out[fact] = _text(manifest.get(fact) if manifest.get(fact) is not None else system.get(fact))
+    out["series_key"] = series_key(gpu_model(data), out["image"])
     return out
+
+
+def release_key(row: dict) -> tuple:
+    """Images in release order: by the numbers in the base or image name (ngc-24.10 after
+    ngc-24.05), then by when the result was taken."""
+    name = row.get("base") or row.get("image") or ""
+    return (tuple(int(x) for x in re.findall(r"\d+", name)[:6]), name, row.get("started") or 0)

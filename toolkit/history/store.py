@@ -2,6 +2,7 @@
 database problem comes out as a DnnbenchError with one line naming the store and why."""
 from __future__ import annotations
 
+import functools
 import re
 from contextlib import contextmanager
 from datetime import datetime
@@ -10,6 +11,7 @@ from dnnbench.errors import DnnbenchError
 from dnnbench.history import engine, location
 
 BATCH = 500
+WRITE_LOCK = 4344      # PostgreSQL: the advisory lock writers take in turn (schema.py's migrating one is 4343)
 
 
 def why(exc: BaseException) -> str:
@@ -55,24 +57,35 @@ class Store:
 
     def add(self, rows: list[dict]) -> tuple[int, int, int]:
         """Record rows once each: (new, already there, updated). A result already there under
-        the same identity with other content (resumed training rewrote it) is updated in place."""
-        from sqlalchemy import select, update
+        the same identity with other content (resumed training rewrote it) is updated in place.
+        Each job's series sums (tables.series) move with the rows, in the same transaction."""
+        from sqlalchemy import select, text, update
 
-        from dnnbench.history.tables import results
+        from dnnbench.history.tables import results as t
         new = same = changed = 0
         with self.failing():
             for start in range(0, len(rows), BATCH):
                 batch = list({r["identity"]: r for r in rows[start:start + BATCH]}.values())
                 same += len(rows[start:start + BATCH]) - len(batch)
                 with engine.writer(self.engine) as conn:
-                    have = dict(conn.execute(select(results.c.identity, results.c.content_hash).where(
-                        results.c.identity.in_([r["identity"] for r in batch]))).all())
+                    if conn.dialect.name == "postgresql":   # one writer at a time, as SQLite's lock does:
+                        conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": WRITE_LOCK})  # sums exact
+                    have = {r.identity: r._asdict() for r in conn.execute(select(
+                        t.c.identity, t.c.content_hash, t.c.id, t.c.job_key, t.c.series_key, t.c.status, t.c.started,
+                        t.c.throughput).where(t.c.identity.in_([r["identity"] for r in batch])))}
                     fresh = [r for r in batch if r["identity"] not in have]
-                    moved = [r for r in batch if r["identity"] in have and have[r["identity"]] != r["content_hash"]]
-                    if fresh:
+                    moved = [r for r in batch if r["identity"] in have
+                             and have[r["identity"]]["content_hash"] != r["content_hash"]]
+                    added = []
+                    if fresh:    # the lock above: nobody else inserted them meanwhile
                         conn.execute(_insert_once(conn), fresh)
+                        ids = dict(conn.execute(select(t.c.identity, t.c.id).where(
+                            t.c.identity.in_([r["identity"] for r in fresh]))).all())
+                        added = [dict(r, id=ids[r["identity"]]) for r in fresh]
                     for r in moved:
-                        conn.execute(update(results).where(results.c.identity == r["identity"]).values(**r))
+                        conn.execute(update(t).where(t.c.identity == r["identity"]).values(**r))
+                    _subtract(conn, [have[r["identity"]] for r in moved])
+                    _add(conn, added + [dict(r, id=have[r["identity"]]["id"]) for r in moved])
                 new += len(fresh)
                 changed += len(moved)
                 same += len(batch) - len(fresh) - len(moved)
@@ -81,14 +94,15 @@ class Store:
     def select(self, *, job: str | None = None, workload: str | None = None, image: str | None = None,
                base: str | None = None, pytorch: str | None = None, cuda: str | None = None,
                host: str | None = None, gpu: str | None = None, since: datetime | None = None,
-               until: datetime | None = None, status: str | None = None, limit: int | None = None) -> list[dict]:
-        """Rows matching every filter given, oldest first. Names match exactly; versions match
-        a prefix (`--torch 2.4` finds 2.4.1+cu121)."""
+               until: datetime | None = None, status: str | None = None, limit: int | None = None,
+               columns: tuple[str, ...] | None = None) -> list[dict]:
+        """Rows matching every filter given, oldest first (only `columns` when given). Names
+        match exactly; versions match a prefix (`--torch 2.4` finds 2.4.1+cu121)."""
         from sqlalchemy import select
 
         from dnnbench.history.facts import job_key
         from dnnbench.history.tables import results as t
-        q = select(t)
+        q = select(*(t.c[c] for c in columns)) if columns else select(t)
         if job is not None:
             q = q.where(t.c.job_key == job_key(job), t.c.job == job)
         for column, value in ((t.c.workload, workload), (t.c.image, image), (t.c.base, base),
@@ -107,7 +121,63 @@ class Store:
         if limit is not None:
             q = q.limit(limit)
         with self.failing(), self.engine.connect() as conn:
-            return [dict(r) for r in conn.execute(q).mappings().all()]
+            found = conn.execute(q)
+            keys = list(found.keys())
+            return [dict(zip(keys, r)) for r in found]   # plain tuples: no Row object per result
+
+    def series(self, job: str, *, by: str = "release", gpu: str | None = None,
+               since: datetime | None = None, until: datetime | None = None) -> list[dict]:
+        """A job's ok results as series points, in release or time order: one point per GPU
+        model and image (by release), or per GPU model, image and day (by time). Each point:
+        n results, their mean throughput, sd, and a 95 % CI of the mean (one result: its own
+        CI). Read from the job's sums (tables.series: a row per image and day, however many
+        results), or over a window of time summed in SQL from one covering index
+        (ix_results_series); a job's rows are never read one by one, other jobs' never touched."""
+        from sqlalchemy import func, select
+
+        from dnnbench.history.facts import job_key
+        from dnnbench.history.tables import results as t
+        from dnnbench.history.tables import series as s
+        with self.failing(), self.engine.connect() as conn:
+            if since is None and until is None:
+                groups = [tuple(g) for g in conn.execute(select(
+                    s.c.series_key, s.c.n, s.c.total, s.c.squares, s.c.first, s.c.last, s.c.ci_low, s.c.ci_high,
+                    s.c.first_id).where(s.c.job_key == job_key(job), s.c.n > 0))]
+                if by == "release":
+                    groups = _merged(groups)
+            else:
+                v = t.c.throughput
+                q = select(t.c.series_key, func.count(v), func.sum(v), func.sum(v * v), func.min(t.c.started),
+                           func.max(t.c.started), func.min(t.c.ci_low), func.max(t.c.ci_high), func.min(t.c.id)).where(
+                    t.c.job_key == job_key(job), t.c.status == "ok", v.isnot(None))
+                if since is not None:
+                    q = q.where(t.c.started >= since)
+                if until is not None:
+                    q = q.where(t.c.started < until)
+                q = q.group_by(t.c.series_key, *((func.date(t.c.started),) if by == "time" else ()))
+                groups = [tuple(g) for g in conn.execute(q)]
+            first: dict[int, dict] = {}
+            facts = [t.c[c] for c in ("id", "job", "image", "base", "gpu", "pytorch", "cuda", "cudnn", "nccl",
+                                      "driver", "unit", "workload", "digest")]
+            rep: dict[str, int] = {}      # an image's facts (one row's) serve each of its points
+            for g in groups:
+                rep[g[0]] = min(rep.get(g[0], g[8]), g[8])
+            ids = sorted(set(rep.values()))
+            for start in range(0, len(ids), BATCH):
+                found = conn.execute(select(*facts).where(t.c.id.in_(ids[start:start + BATCH])))
+                keys = list(found.keys())
+                first.update((r[0], dict(zip(keys, r))) for r in found)
+        points = []
+        for key, n, total, squares, started, last, ci_low, ci_high, rid in groups:
+            row = first.get(rep[key])
+            if not n or row is None or row["job"] != job or (gpu is not None and row["gpu"] != gpu):
+                continue
+            points.append(dict(row, id=rid, status="ok", **_point(n, total, squares, ci_low, ci_high),
+                               started=started, last=last, host=None))
+        if by == "time":
+            return sorted(points, key=lambda p: (p["started"] or datetime.min, p["id"]))
+        from dnnbench.history.facts import release_key
+        return sorted(points, key=release_key)
 
     def count(self) -> int:
         from sqlalchemy import func, select
@@ -115,6 +185,103 @@ class Store:
         from dnnbench.history.tables import results
         with self.failing(), self.engine.connect() as conn:
             return int(conn.execute(select(func.count()).select_from(results)).scalar() or 0)
+
+
+def _merged(groups: list[tuple]) -> list[tuple]:
+    """Per-day sums merged into one per series_key (an image on a GPU model)."""
+    out: dict[str, list] = {}
+    for key, n, total, squares, first, last, ci_low, ci_high, rid in groups:
+        g = out.get(key)
+        if g is None:
+            out[key] = [key, n, total, squares, first, last, ci_low, ci_high, rid]
+            continue
+        g[1], g[2], g[3] = g[1] + n, g[2] + total, g[3] + squares
+        g[4] = min(x for x in (g[4], first) if x is not None) if (g[4] or first) else None
+        g[5] = max(x for x in (g[5], last) if x is not None) if (g[5] or last) else None
+        g[8] = min(g[8], rid)
+    return [tuple(g) for g in out.values()]
+
+
+def _day(started) -> str:
+    return started.strftime("%Y-%m-%d") if isinstance(started, datetime) else ""
+
+
+def _counted(row: dict) -> bool:
+    return row.get("status") == "ok" and isinstance(row.get("throughput"), (int, float))
+
+
+def _add(conn, rows: list[dict]) -> None:
+    """Rows' throughputs added to their series sums (tables.series), a row per job, image and day."""
+    from sqlalchemy import func
+
+    from dnnbench.history.tables import series as s
+    sums: dict[tuple, dict] = {}
+    for r in rows:
+        if not _counted(r):
+            continue
+        v, day = r["throughput"], _day(r["started"])
+        g = sums.setdefault((r["job_key"], r["series_key"], day), {
+            "job_key": r["job_key"], "series_key": r["series_key"], "day": day, "n": 0, "total": 0.0,
+            "squares": 0.0, "first": r["started"], "last": r["started"], "ci_low": r.get("ci_low"),
+            "ci_high": r.get("ci_high"), "first_id": r["id"]})
+        g["n"], g["total"], g["squares"] = g["n"] + 1, g["total"] + v, g["squares"] + v * v
+        if r["started"] is not None:
+            g["first"] = min(g["first"] or r["started"], r["started"])
+            g["last"] = max(g["last"] or r["started"], r["started"])
+        g["first_id"] = min(g["first_id"], r["id"])
+    if not sums:
+        return
+    pg = conn.dialect.name == "postgresql"
+    least, greatest = (func.least, func.greatest) if pg else (func.min, func.max)   # of two values
+    ins = _dialect_insert(conn, s)
+    x = ins.excluded
+    conn.execute(ins.on_conflict_do_update(index_elements=["job_key", "series_key", "day"], set_={
+        "n": s.c.n + x.n, "total": s.c.total + x.total, "squares": s.c.squares + x.squares,
+        "first": func.coalesce(least(s.c.first, x.first), x.first),
+        "last": func.coalesce(greatest(s.c.last, x.last), x.last),
+        "first_id": least(s.c.first_id, x.first_id)}), list(sums.values()))
+
+
+def _subtract(conn, old: list[dict]) -> None:
+    """Rewritten rows' old throughputs taken out of their series sums (the point's first and last
+    times stay as they were)."""
+    from sqlalchemy import bindparam, delete, update
+
+    from dnnbench.history.tables import series as s
+    gone = [{"k_job": r["job_key"], "k_series": r["series_key"], "k_day": _day(r["started"]), "v": r["throughput"]}
+            for r in old if _counted(r) and r.get("series_key")]
+    if not gone:
+        return
+    where = (s.c.job_key == bindparam("k_job"), s.c.series_key == bindparam("k_series"), s.c.day == bindparam("k_day"))
+    conn.execute(update(s).where(*where).values(n=s.c.n - 1, total=s.c.total - bindparam("v"),
+                                                squares=s.c.squares - bindparam("v") * bindparam("v")), gone)
+    conn.execute(delete(s).where(s.c.n <= 0))
+
+
+@functools.lru_cache(maxsize=None)
+def _t975(df: int) -> float:
+    from scipy import stats
+    return float(stats.t.ppf(0.975, df))
+
+
+def _point(n: int, total: float, squares: float, ci_low, ci_high) -> dict:
+    """A series point from its sums: mean, sd and the 95 % CI of the mean (Student's t)."""
+    import math
+    mean = total / n
+    if n == 1:
+        return {"n": 1, "throughput": mean, "sd": None, "ci_low": ci_low, "ci_high": ci_high}
+    sd = math.sqrt(max(squares - total * total / n, 0.0) / (n - 1))
+    half = _t975(n - 1) * sd / math.sqrt(n)
+    return {"n": n, "throughput": mean, "sd": sd, "ci_low": mean - half, "ci_high": mean + half}
+
+
+def _dialect_insert(conn, table):
+    """INSERT with ON CONFLICT, as the store's database spells it."""
+    if conn.dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert
+        return insert(table)
+    from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+    return sqlite_insert(table)
 
 
 def _insert_once(conn):

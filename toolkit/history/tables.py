@@ -21,9 +21,25 @@ results = Table(
     Column("driver", Text), Column("host", Text), Column("gpu", Text), Column("gpu_count", Integer),
     Column("started", DateTime), Column("throughput", Float), Column("ci_low", Float),
     Column("ci_high", Float), Column("unit", Text), Column("path", Text), Column("recorded", DateTime),
+    Column("series_key", String(40)),     # facts.series_key: one GPU model and image (schema 3)
     Index("ix_results_job_started", "job_key", "started"),
     Index("ix_results_started", "started"),
     Index("ix_results_job_gpu", "job_key", "gpu"),
+    # a job's series summed from the index alone (Store.series), never its rows
+    Index("ix_results_series", "job_key", "status", "series_key", "started", "throughput", "ci_low", "ci_high", "id"),
 )
 
 COLUMNS = [c.name for c in results.columns if c.name != "id"]
+
+# A job's series kept summed as results are added (schema 3): a row per job, GPU model and image
+# (series_key) and day, with the sums a point is made of, so `history series` reads a row per
+# image and day however many results a job holds. Only ok results with a throughput count.
+series = Table(
+    "series", metadata,
+    Column("job_key", String(40), primary_key=True), Column("series_key", String(40), primary_key=True),
+    Column("day", String(10), primary_key=True),      # YYYY-MM-DD of `started` (UTC), "" when unknown
+    Column("n", Integer, nullable=False), Column("total", Float, nullable=False),
+    Column("squares", Float, nullable=False), Column("first", DateTime), Column("last", DateTime),
+    Column("ci_low", Float), Column("ci_high", Float),     # a one-result point's own CI
+    Column("first_id", Integer),                            # the row whose facts the point shows
+)

@@ -14,8 +14,12 @@ PAGE = ("started", "job", "image", "pytorch", "cuda", "cudnn", "nccl", "driver",
 LONGEST = 40     # a name longer than this is cut in the table (whole in csv, json and html)
 
 
+POINT = ("n", "sd", "last")     # a series point's own (Store.series): results summed, their sd, the last
+
+
 def plain(row: dict) -> dict:
-    return {k: (row[k].isoformat() if isinstance(row.get(k), datetime) else row.get(k)) for k in SHOWN}
+    keys = SHOWN + tuple(k for k in POINT if k in row)
+    return {k: (row[k].isoformat() if isinstance(row.get(k), datetime) else row.get(k)) for k in keys}
 
 
 def ci_pct(row: dict) -> float | None:
@@ -54,9 +58,23 @@ def table(title: str, rows: list[dict], wide: bool = False) -> None:
     print_table(title, columns, cells, wide=wide)
 
 
+def series_table(title: str, points: list[dict], wide: bool = False) -> None:
+    """Series points (Store.series): each image's (or image and day's) results summed."""
+    from dnnbench.console import Column, number, print_table
+    from dnnbench.results.numbers import fmt
+    columns = [Column("image", key=True), Column("n", right=True, decides=True), Column("throughput", right=True, rank=9, whole=True),
+               Column("+-95% CI %", right=True, rank=8), Column("pytorch", rank=5), Column("cuda", rank=3),
+               Column("gpu", rank=5), Column("first", rank=6)]
+    cells = [[short(p.get("image")), str(p["n"]), f"{fmt(p['throughput'])} {short(p.get('unit') or '', 12)}",
+              number(ci_pct(p)), short(p.get("pytorch"), 20), short(p.get("cuda"), 12), short(p.get("gpu"), 24),
+              p["started"].strftime("%Y-%m-%d %H:%M") if isinstance(p.get("started"), datetime) else "-"]
+             for p in points]
+    print_table(title, columns, cells, wide=wide)
+
+
 def as_csv(rows: list[dict]) -> str:
     buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=list(SHOWN), lineterminator="\n")
+    w = csv.DictWriter(buf, fieldnames=list(plain(rows[0]) if rows else SHOWN), lineterminator="\n")
     w.writeheader()
     for r in rows:
         w.writerow(plain(r))
