@@ -20,11 +20,6 @@ EXEMPT = {
     ("toolkit/results/mlperf.py", "pass"): "MLPerf's compliance checker: rules of a log, not a figure",
     ("toolkit/results/mlperf.py", "fail"): "MLPerf's compliance checker: rules of a log, not a figure",
     ("toolkit/results/formats/cells.py", "pass"): "a cell shows a True/False the rule decided (baseline.judge)",
-    # history watch's change detection over a release series (binary segmentation with a
-    # permutation test) is another helper's; it is named here until it goes through the rule
-    ("toolkit/history/watch.py", "faster"): "history watch: change detection, its own test",
-    ("toolkit/history/watch.py", "slower"): "history watch: change detection, its own test",
-    ("toolkit/history/watch.py", "bounds"): "history watch: change detection, its own test",
     ("toolkit/history/commands.py", "bounds"): "history changes: exit 1 on a change's 95 % CI, its own test",
 }
 

@@ -34,7 +34,8 @@ class Verdict:
     lo: int
     hi: int
     why: str                           # "change detection" or "newest release"
-    verdict: str = "inconclusive"      # slower (then lo, hi are the last good and first slower), ...
+    verdict: str = ""                  # the rounds' (results/rounds.py): slower (then lo, hi are the
+                                       # last good and first slower), same, faster, inconclusive
     pct: str = "-"
     stuck: str = ""                    # a midpoint that stayed undecided: the range holds the change
     facts: list[str] = dataclasses.field(default_factory=list)
