@@ -177,8 +177,10 @@ else
   done
 fi
 
+# A restarted node's slurmd registers within seconds on a quiet machine; on a busy one (CI at load
+# 7-14, right after a test killed a node) it took over a minute: wait up to 3.
 for name in "${names[@]}"; do
-  for _ in $(seq 60); do
+  for _ in $(seq 180); do
     state=$(sinfo -h -n "$name" -o %T 2>/dev/null || true)
     case "$state" in idle|mixed|allocated) break ;; esac
     case "$state" in down*|drain*) scontrol update nodename="$name" state=resume 2>/dev/null || true ;; esac

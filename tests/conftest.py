@@ -28,8 +28,8 @@ TEST_BASE = os.environ.get("DNNBENCH_TEST_BASE") or (ROOT / "scripts" / "test-ba
 SLURM_NODES = 3
 
 
-@pytest.fixture(scope="session")
-def slurm_cluster():
+@pytest.fixture   # each test's: every node up before it (0.1 s when they are), so a node a test
+def slurm_cluster():   # killed and could not bring back fails that test, not the ones after it
     subprocess.run(["bash", str(ROOT / "scripts" / "setup-slurm.sh"), "--nodes", str(SLURM_NODES)], check=True)
     return [f"node{i}" for i in range(1, SLURM_NODES + 1)]
 

@@ -280,8 +280,9 @@ def test_a_lost_node_ends_the_job_and_the_result_names_it(slurm_cluster, tmp_pat
         out, err = proc.communicate(timeout=600)
     finally:
         proc.kill()
-        subprocess.run(["bash", str(ROOT / "scripts" / "setup-slurm.sh"), "--nodes", str(len(slurm_cluster))],
-                       check=True, capture_output=True)      # node2 back for the tests after this one
+        back = subprocess.run(["bash", str(ROOT / "scripts" / "setup-slurm.sh"), "--nodes", str(len(slurm_cluster))],
+                              capture_output=True, text=True)      # node2 back for the tests after this one
+        assert back.returncode == 0, back.stdout + back.stderr
     assert proc.returncode == 1, err
     data = _result(tmp_path / "lost")
     assert data["status"] == "error"
