@@ -9,7 +9,8 @@ PostgreSQL (a throwaway cluster, as the tests start one).
    job's series (Store.series: one point per image, or per image and day, summed in SQL, as
    `history series` shows it) and its rows (Store.select) for one job of P/J points, one job in
    a one-week window, and the job holding P points (each timed as the median of 5, the
-   big job's rows returned whole once).
+   big job's rows returned whole once); and `history --job` of the big job (its newest 100
+   rows and how many it has).
 
 Usage: python benchmarks/history_store.py [--results 10000] [--points 1000000] [--jobs 1000]
                                          [--no-postgres]
@@ -95,6 +96,9 @@ def timed_query(db: str, reps: int, how: str, **filters) -> tuple[float, int]:
         t0 = time.perf_counter()
         if how == "select":
             n = len(store.select(**filters))
+        elif how == "list":      # `history list --job J` as the command reads it: the newest 100, and the count
+            n = len(store.select(**filters, limit=100, newest=True))
+            store.count(**filters)
         else:
             n = sum(p["n"] for p in store.series(by=how, **filters))
         times.append(time.perf_counter() - t0)
@@ -120,6 +124,8 @@ def run(label: str, db: str, args, work: Path) -> None:
             (f"series by release of the job of {args.points:,} points, a 4-week window", 5, "release",
              {"job": "the-big-job", "since": week + timedelta(seconds=args.points * 30),
               "until": week + timedelta(seconds=args.points * 30, days=28)}),
+            (f"`history --job` of the job of {args.points:,} points (the newest 100 and the count)", 5, "list",
+             {"job": "the-big-job"}),
             (f"rows of the job of {args.points:,} points, all returned", 1, "select", {"job": "the-big-job"})):
         seconds, n = timed_query(db, reps, how, **filters)
         print(f"{label}: query {what}: {seconds:.3f} s ({n:,} results)", flush=True)

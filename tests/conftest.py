@@ -2,6 +2,7 @@
 set up by scripts/setup-engines.sh, and one locally built base image shared by all of them."""
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import subprocess
@@ -19,7 +20,9 @@ from tests.helpers import CA, ROOT, dnnbench, one_builder
 # machine.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 # Every result the tests make is recorded in a throwaway history store, never the user's own.
-os.environ["DNNBENCH_DB"] = os.path.join(tempfile.mkdtemp(prefix="dnnbench-history-"), "history.db")
+_HISTORY = tempfile.mkdtemp(prefix="dnnbench-history-")
+os.environ["DNNBENCH_DB"] = os.path.join(_HISTORY, "history.db")
+atexit.register(shutil.rmtree, _HISTORY, True)     # each test process removes its own
 
 TEST_BASE = os.environ.get("DNNBENCH_TEST_BASE") or (ROOT / "scripts" / "test-base.tag").read_text().strip()
 

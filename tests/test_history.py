@@ -247,3 +247,34 @@ def test_a_series_read_from_its_sums_is_the_series_of_its_rows(results, rewritte
                 assert [(p["image"], p["n"]) for p in summed] == [(p["image"], p["n"]) for p in counted]
                 assert [p["throughput"] for p in summed] == pytest.approx([p["throughput"] for p in counted])
         store.close()
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(RESULT, min_size=1, max_size=30), st.integers(1, 35))
+def test_the_newest_n_are_the_last_n_of_every_row_and_the_count_is_every_row(results, last):
+    """`history --last N` reads the newest N from the index: the same rows as the last N of all
+    of them, oldest first; the count the title gives is the number of rows the filter matches."""
+    import tempfile
+
+    from dnnbench.history.store import Store
+    with tempfile.TemporaryDirectory() as tmp:
+        store = Store(str(Path(tmp) / "h.db"))
+        store.add([_made(i, *r) for i, r in enumerate(results)])
+        for filters in ({}, {"job": "a"}, {"job": "b'; DROP TABLE results; --", "status": "ok"}, {"image": "img:10"}):
+            every = store.select(**filters)
+            assert store.select(**filters, limit=last, newest=True) == every[-last:]
+            assert store.count(**filters) == len(every)
+        store.close()
+
+
+def test_history_lists_the_newest_100_and_says_how_many_there_are(db):
+    from dnnbench.history.store import Store
+    store = Store(str(db))
+    store.add([_made(i, "big", "img:1", i % 4, float(i)) for i in range(130)])
+    store.close()
+    res = dnnbench("history", "--job", "big", "-f", "json", check=0)
+    assert [r["run_id"] for r in _json(res)] == [f"r{i}" for i in sorted(range(130), key=lambda i: (i % 4, i))][-100:]
+    table = dnnbench("history", "--job", "big", env={"COLUMNS": "80"}, check=0).stdout
+    assert "the newest 100 of 130 results (--last 0: all)" in " ".join(table.split())
+    assert len(_json(dnnbench("history", "list", "--job", "big", "--last", "0", "-f", "json"))) == 130
+    assert len(_json(dnnbench("history", "list", "--job", "big", "--last", "7", "-f", "json"))) == 7

@@ -39,14 +39,15 @@ HOST = typer.Option(None, "--host", help="One host name.")
 GPU = typer.Option(None, "--gpu", help="One GPU model (as the result names it; CPU for none).")
 SINCE = typer.Option(None, "--since", help="From: an age (4w, 3d, 12h) or a date.")
 UNTIL = typer.Option(None, "--until", help="Before: an age or a date.")
+LAST = typer.Option(100, "--last", min=0, help="Only the newest N results (0: all of them).")
 
 
-def _list(job, workload, image, base, torch, cuda, host, gpu, since, until, fmt, output, wide, db) -> int:
+def _list(job, workload, image, base, torch, cuda, host, gpu, since, until, fmt, output, wide, db, last) -> int:
     from dnnbench.history import when
     from dnnbench.history.commands import list_command
     filters = dict(job=job, workload=workload, image=image, base=base, pytorch=torch, cuda=cuda, host=host,
                    gpu=gpu, since=when.parse(since, "--since"), until=when.parse(until, "--until"))
-    return list_command(filters, fmt, output, wide, db)
+    return list_command(filters, fmt, output, wide, db, last)
 
 
 @history_app.callback()
@@ -54,9 +55,10 @@ def _default(ctx: typer.Context, job: Optional[str] = JOB, workload: Optional[st
              image: Optional[str] = IMAGE, base: Optional[str] = BASE, torch: Optional[str] = TORCH,
              cuda: Optional[str] = CUDA, host: Optional[str] = HOST, gpu: Optional[str] = GPU,
              since: Optional[str] = SINCE, until: Optional[str] = UNTIL, fmt: str = FORMAT,
-             output: Optional[Path] = OUTPUT, wide: bool = WIDE, db: Optional[str] = DB):
+             output: Optional[Path] = OUTPUT, wide: bool = WIDE, db: Optional[str] = DB, last: int = LAST):
     if ctx.invoked_subcommand is None:
-        raise typer.Exit(_list(job, workload, image, base, torch, cuda, host, gpu, since, until, fmt, output, wide, db))
+        raise typer.Exit(_list(job, workload, image, base, torch, cuda, host, gpu, since, until, fmt, output, wide, db,
+                               last))
 
 
 @history_app.command("list")
@@ -64,10 +66,11 @@ def list_results(job: Optional[str] = JOB, workload: Optional[str] = WORKLOAD, i
                  base: Optional[str] = BASE, torch: Optional[str] = TORCH, cuda: Optional[str] = CUDA,
                  host: Optional[str] = HOST, gpu: Optional[str] = GPU, since: Optional[str] = SINCE,
                  until: Optional[str] = UNTIL, fmt: str = FORMAT, output: Optional[Path] = OUTPUT,
-                 wide: bool = WIDE, db: Optional[str] = DB):
+                 wide: bool = WIDE, db: Optional[str] = DB, last: int = LAST):
     """Recorded results, oldest first, with each one's throughput and 95% CI, filtered (the same
-    as `dnnbench history` with these options)."""
-    raise typer.Exit(_list(job, workload, image, base, torch, cuda, host, gpu, since, until, fmt, output, wide, db))
+    as `dnnbench history` with these options); the newest 100 unless --last says otherwise."""
+    raise typer.Exit(_list(job, workload, image, base, torch, cuda, host, gpu, since, until, fmt, output, wide, db,
+                           last))
 
 
 @history_app.command("import")

@@ -95,35 +95,33 @@ class Store:
                base: str | None = None, pytorch: str | None = None, cuda: str | None = None,
                host: str | None = None, gpu: str | None = None, since: datetime | None = None,
                until: datetime | None = None, status: str | None = None, limit: int | None = None,
-               columns: tuple[str, ...] | None = None) -> list[dict]:
-        """Rows matching every filter given, oldest first (only `columns` when given). Names
-        match exactly; versions match a prefix (`--torch 2.4` finds 2.4.1+cu121)."""
+               newest: bool = False, columns: tuple[str, ...] | None = None) -> list[dict]:
+        """Rows matching every filter given, oldest first (only `columns` when given; with
+        `limit` and `newest`, the newest `limit` of them, still oldest first). Names match
+        exactly; versions match a prefix (`--torch 2.4` finds 2.4.1+cu121)."""
         from sqlalchemy import select
 
-        from dnnbench.history.facts import job_key
         from dnnbench.history.tables import results as t
         q = select(*(t.c[c] for c in columns)) if columns else select(t)
-        if job is not None:
-            q = q.where(t.c.job_key == job_key(job), t.c.job == job)
-        for column, value in ((t.c.workload, workload), (t.c.image, image), (t.c.base, base),
-                              (t.c.host, host), (t.c.gpu, gpu), (t.c.status, status)):
-            if value is not None:
-                q = q.where(column == value)
-        for column, value in ((t.c.pytorch, pytorch), (t.c.cuda, cuda)):
-            if value is not None:   # a prefix at a version boundary: 2.4 finds 2.4.1, not 2.40
-                q = q.where((column == value) | column.startswith(value + ".", autoescape=True)
-                            | column.startswith(value + "+", autoescape=True))
-        if since is not None:
-            q = q.where(t.c.started >= since)
-        if until is not None:
-            q = q.where(t.c.started < until)
-        q = q.order_by(t.c.started, t.c.id)
+        q = _filtered(q, job=job, workload=workload, image=image, base=base, pytorch=pytorch, cuda=cuda,
+                      host=host, gpu=gpu, since=since, until=until, status=status)
+        # the newest first from the (job_key, started) index: a limit reads that many rows
+        q = q.order_by(t.c.started.desc(), t.c.id.desc()) if newest else q.order_by(t.c.started, t.c.id)
         if limit is not None:
             q = q.limit(limit)
         with self.failing(), self.engine.connect() as conn:
             found = conn.execute(q)
             keys = list(found.keys())
-            return [dict(zip(keys, r)) for r in found]   # plain tuples: no Row object per result
+            rows = [dict(zip(keys, r)) for r in found]   # plain tuples: no Row object per result
+        return rows[::-1] if newest else rows
+
+    def count(self, **filters) -> int:
+        """How many rows match the filters `select` takes (counted in the database)."""
+        from sqlalchemy import func, select
+
+        from dnnbench.history.tables import results as t
+        with self.failing(), self.engine.connect() as conn:
+            return int(conn.execute(_filtered(select(func.count()).select_from(t), **filters)).scalar() or 0)
 
     def series(self, job: str, *, by: str = "release", gpu: str | None = None,
                since: datetime | None = None, until: datetime | None = None) -> list[dict]:
@@ -179,12 +177,6 @@ class Store:
         from dnnbench.history.facts import release_key
         return sorted(points, key=release_key)
 
-    def count(self) -> int:
-        from sqlalchemy import func, select
-
-        from dnnbench.history.tables import results
-        with self.failing(), self.engine.connect() as conn:
-            return int(conn.execute(select(func.count()).select_from(results)).scalar() or 0)
 
 
 def _merged(groups: list[tuple]) -> list[tuple]:
@@ -292,3 +284,25 @@ def _insert_once(conn):
     else:
         from sqlalchemy.dialects.sqlite import insert
     return insert(results).on_conflict_do_nothing(index_elements=["identity"])
+
+
+def _filtered(q, *, job=None, workload=None, image=None, base=None, pytorch=None, cuda=None, host=None, gpu=None,
+              since=None, until=None, status=None):
+    """`q` with a WHERE for every filter given (Store.select's)."""
+    from dnnbench.history.facts import job_key
+    from dnnbench.history.tables import results as t
+    if job is not None:
+        q = q.where(t.c.job_key == job_key(job), t.c.job == job)
+    for column, value in ((t.c.workload, workload), (t.c.image, image), (t.c.base, base),
+                          (t.c.host, host), (t.c.gpu, gpu), (t.c.status, status)):
+        if value is not None:
+            q = q.where(column == value)
+    for column, value in ((t.c.pytorch, pytorch), (t.c.cuda, cuda)):
+        if value is not None:   # a prefix at a version boundary: 2.4 finds 2.4.1, not 2.40
+            q = q.where((column == value) | column.startswith(value + ".", autoescape=True)
+                        | column.startswith(value + "+", autoescape=True))
+    if since is not None:
+        q = q.where(t.c.started >= since)
+    if until is not None:
+        q = q.where(t.c.started < until)
+    return q
