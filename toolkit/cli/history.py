@@ -39,7 +39,8 @@ HOST = typer.Option(None, "--host", help="One host name.")
 GPU = typer.Option(None, "--gpu", help="One GPU model (as the result names it; CPU for none).")
 SINCE = typer.Option(None, "--since", help="From: an age (4w, 3d, 12h) or a date.")
 UNTIL = typer.Option(None, "--until", help="Before: an age or a date.")
-LAST = typer.Option(100, "--last", min=0, help="Only the newest N results (0: all of them).")
+LAST = typer.Option(None, "--last", min=0, help="Only the newest N results (0: all; default: 100 in the table, "
+                                                   "all in csv, json and html).")
 
 
 def _list(job, workload, image, base, torch, cuda, host, gpu, since, until, fmt, output, wide, db, last) -> int:
@@ -55,7 +56,7 @@ def _default(ctx: typer.Context, job: Optional[str] = JOB, workload: Optional[st
              image: Optional[str] = IMAGE, base: Optional[str] = BASE, torch: Optional[str] = TORCH,
              cuda: Optional[str] = CUDA, host: Optional[str] = HOST, gpu: Optional[str] = GPU,
              since: Optional[str] = SINCE, until: Optional[str] = UNTIL, fmt: str = FORMAT,
-             output: Optional[Path] = OUTPUT, wide: bool = WIDE, db: Optional[str] = DB, last: int = LAST):
+             output: Optional[Path] = OUTPUT, wide: bool = WIDE, db: Optional[str] = DB, last: Optional[int] = LAST):
     if ctx.invoked_subcommand is None:
         raise typer.Exit(_list(job, workload, image, base, torch, cuda, host, gpu, since, until, fmt, output, wide, db,
                                last))
@@ -66,9 +67,9 @@ def list_results(job: Optional[str] = JOB, workload: Optional[str] = WORKLOAD, i
                  base: Optional[str] = BASE, torch: Optional[str] = TORCH, cuda: Optional[str] = CUDA,
                  host: Optional[str] = HOST, gpu: Optional[str] = GPU, since: Optional[str] = SINCE,
                  until: Optional[str] = UNTIL, fmt: str = FORMAT, output: Optional[Path] = OUTPUT,
-                 wide: bool = WIDE, db: Optional[str] = DB, last: int = LAST):
+                 wide: bool = WIDE, db: Optional[str] = DB, last: Optional[int] = LAST):
     """Recorded results, oldest first, with each one's throughput and 95% CI, filtered (the same
-    as `dnnbench history` with these options); the newest 100 unless --last says otherwise."""
+    as `dnnbench history` with these options); the table the newest 100 unless --last says otherwise."""
     raise typer.Exit(_list(job, workload, image, base, torch, cuda, host, gpu, since, until, fmt, output, wide, db,
                            last))
 

@@ -65,9 +65,15 @@ def show(rows: list[dict], fmt: str, title: str, output: Path | None, wide: bool
     views.dump(text, output)
 
 
-def list_command(filters: dict, fmt: str, output: Path | None, wide: bool, db: str | None, last: int = 0) -> int:
+TABLE_ROWS = 100     # a table's default: the newest rows a screen can use; files get every row
+
+
+def list_command(filters: dict, fmt: str, output: Path | None, wide: bool, db: str | None,
+                 last: int | None = None) -> int:
     """The rows the filters match, oldest first; with `last`, only the newest `last` of them
     (read from the index: a million-row job lists as fast as a small one)."""
+    if last is None:
+        last = TABLE_ROWS if fmt == "table" else 0
     from dnnbench.history.location import NoStore
     try:
         store = _store(db)
