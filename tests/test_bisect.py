@@ -79,7 +79,11 @@ def _steps(folder):
 # about 10 min on a quiet 2-core machine, 30-50 min at a load of 14 (CI beside four other sessions)
 @pytest.mark.timeout(3600)
 def test_bisect_finds_the_first_slower_release_in_log2_steps_resumes_and_tables_it(releases, tmp_path):
-    args = ["bisect", WORKLOAD, "--images", ",".join(releases), "--results", tmp_path, "--run-id", "b",
+    # five of the eight (r1 r4 r5 r6 r8: two midpoints, r5 good and r6 bad, 24 runs in rounds on a
+    # quiet machine): the halving over all eight (three midpoints) is counted on a stand-in
+    # machine in tests/test_rounds.py, and benchmarks/bisect_under_load.py runs it for real
+    listed = [releases[i] for i in (0, 3, 4, 5, 7)]
+    args = ["bisect", WORKLOAD, "--images", ",".join(listed), "--results", tmp_path, "--run-id", "b",
             "--tolerance", "0.1", "--rounds", "3", *TINY]
     folder = tmp_path / "b"
     # Ctrl-C once two runs of the ends are measured: exit 130, the finished steps kept
@@ -97,11 +101,11 @@ def test_bisect_finds_the_first_slower_release_in_log2_steps_resumes_and_tables_
     assert "the same command resumes" in err.splitlines()[-1]
     assert sorted(s for s in _steps(folder).values() if s == "ok") == ["ok", "ok"]
     # the same command resumes: the two runs read back, then the ends in 3 rounds (A B, B A, A B),
-    # then on a quiet machine r4 (good), r6 (bad), r5 (good), each in 3 rounds with both ends: 5 of
-    # 8 images in 33 runs (tests/test_rounds.py checks that count on a stand-in machine). A busy
-    # machine can leave a midpoint undecided after 3 rounds (seen here at load 8-16: r4 measured
-    # 4.6, 3.4 and 3.3/s beside r1's 4.4-4.1): then the answer is the range the evidence supports,
-    # which must hold r6. What load cannot change: never a wrong release, and the runs add up.
+    # then on a quiet machine r5 (good), r6 (bad), each in 3 rounds with both ends: 4 of 5
+    # images in 24 runs. A busy machine can leave a midpoint undecided after 3 rounds (seen here
+    # at load 8-16: r4 measured 4.6, 3.4 and 3.3/s beside r1's 4.4-4.1): then the answer is the
+    # range the evidence supports, which must hold r6 (the list's 4th, index 3). What load cannot
+    # change: never a wrong release, and the runs add up.
     res = dnnbench(*args, timeout=3600)
     text = " ".join(res.stdout.split())
     if res.returncode == 0:
@@ -109,14 +113,14 @@ def test_bisect_finds_the_first_slower_release_in_log2_steps_resumes_and_tables_
     else:
         assert res.returncode == 1 and "stays inconclusive against both ends after 3 rounds" in text, text
         lo, hi = (int(x) for x in text.split("(the images from ")[1].split(" of the list")[0].split(" to "))
-        assert lo <= 5 <= hi, text
+        assert lo <= 3 <= hi, text
     images, runs, now = (int(x) for x in re.search(r"(\d+) images in (\d+) runs \((\d+) run now, 2 read back\)",
                                                    text).groups())
     assert runs == now + 2 and runs % 3 == 0 and runs >= 15, text
     # a line per figure as it lands, with its round
     assert "[round 3 of <=3] 03-" in res.stderr
     measured = sorted(k for k, v in _steps(folder).items() if v == "ok")
-    assert len(measured) == runs and {0, 3, 7} <= {int(k[:2]) for k in measured}, measured
+    assert len(measured) == runs and {0, 2, 4} <= {int(k[:2]) for k in measured}, measured
     # every step is an ordinary result: report reads them
     report = json.loads(dnnbench("report", folder, "-f", "json", check=0).stdout)
     assert sum(j["n"] for j in report["jobs"]) == runs

@@ -13,27 +13,29 @@ from tests.test_bisect import GOOD, SLOW, TINY, WORKLOAD
 pytestmark = pytest.mark.engine
 
 
+# named apart from test_bisect's `releases` (tests/conftest.py's _RELEASES): these tests run in
+# the engine stream, which ends minutes before the rounds stream where the bisect tests run
 @pytest.fixture(scope="module")
-def releases(built_image, tmp_path_factory):
+def watched(built_image, tmp_path_factory):
     with series(built_image, tmp_path_factory.mktemp("watched"), "w", 6, 4, GOOD, SLOW) as made:
         yield made
 
 
-def test_watch_names_the_slower_release_records_each_once_and_resumes(releases, tmp_path, monkeypatch):
+def test_watch_names_the_slower_release_records_each_once_and_resumes(watched, tmp_path, monkeypatch):
     monkeypatch.setenv("DNNBENCH_DB", str(tmp_path / "history.db"))
-    args = ["watch", WORKLOAD, "--images", ",".join(releases), "--results", tmp_path, "--run-id", "w",
+    args = ["watch", WORKLOAD, "--images", ",".join(watched), "--results", tmp_path, "--run-id", "w",
             "--tolerance", "0.1", "--rounds", "4", *TINY]
     res = dnnbench(*args, timeout=1800)
     assert res.returncode == 1, res.stdout + res.stderr          # a release made it slower
     lines = res.stdout.splitlines()
     # surveyed once each, the change found between w3 and w4, confirmed there in alternated rounds
     assert lines[0].startswith("slower: -") and lines[0].endswith(
-        f"from {releases[3]}, after {releases[2]} (rounds; suspected by change detection)"), lines
-    assert f"  image: {releases[2]} -> {releases[3]}" in lines
+        f"from {watched[3]}, after {watched[2]} (rounds; suspected by change detection)"), lines
+    assert f"  image: {watched[2]} -> {watched[3]}" in lines
     made = sorted(str(p) for p in (tmp_path / "w").rglob("result.json"))
     listed = json.loads(dnnbench("history", "-f", "json", check=0).stdout)
     assert sorted(r["path"] for r in listed) == made        # every run recorded, each once
-    assert {r["image"] for r in listed} == set(releases)
+    assert {r["image"] for r in listed} == set(watched)
     # again: every release read back or found in the history, none run, none recorded twice
     again = dnnbench(*args, timeout=600)
     assert again.returncode == 1 and again.stdout.splitlines()[0] == lines[0], again.stdout + again.stderr
@@ -43,8 +45,8 @@ def test_watch_names_the_slower_release_records_each_once_and_resumes(releases, 
     assert len(json.loads(dnnbench("history", "-f", "json", check=0).stdout)) == len(made)
 
 
-def test_watch_refuses_an_unusable_store_before_any_run(releases, tmp_path, monkeypatch):
+def test_watch_refuses_an_unusable_store_before_any_run(watched, tmp_path, monkeypatch):
     monkeypatch.setenv("DNNBENCH_DB", str(tmp_path))
-    one_line_error(dnnbench("watch", WORKLOAD, "--images", ",".join(releases[:2]), "--results", tmp_path / "r",
+    one_line_error(dnnbench("watch", WORKLOAD, "--images", ",".join(watched[:2]), "--results", tmp_path / "r",
                             *TINY), "is a folder, not a database file")
     assert not (tmp_path / "r").exists()
