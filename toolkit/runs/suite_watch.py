@@ -114,16 +114,16 @@ def options(entry: Entry, suite_dir: Path, overrides: dict, dry_run: bool = Fals
     """The watch's options, as `dnnbench watch` makes them from its command line: the suite's
     --runtime, --env and harness options (--until-ci) over the entry's."""
     from dnnbench.runs.options import RunOptions
-    from dnnbench.runs.suite import _option
     from dnnbench.runs.suite_schema import OPTION_NAMES
     spec = entry.spec
+    given = lambda key: overrides[key] if overrides.get(key) is not None else spec["options"].get(key)  # noqa: E731
     data, gpus = spec.get("data"), spec.get("gpus")
     return RunOptions(workload=entry.workload, data=Path(data) if data else None,
                       gpus=None if gpus is None else str(gpus),
                       runtime=overrides.get("runtime") or spec.get("runtime") or "docker",
                       results=suite_dir / FOLDER, run_id=entry.name, dry_run=dry_run,
                       env=dict(overrides.get("env") or {}), batch_size=spec.get("batch_size"), amp=spec.get("amp"),
-                      **{key: _option(key, spec["options"], overrides) for key in OPTION_NAMES})
+                      **{key: given(key) for key in OPTION_NAMES})
 
 
 def preflight(entries: list[Entry], suite_dir: Path, overrides: dict) -> set[str]:
