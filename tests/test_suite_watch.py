@@ -137,6 +137,9 @@ def test_the_dry_run_lists_the_watch_entries_and_only_selects_them_by_name(tmp_p
     assert only.stdout.splitlines() == ["watch/ngc\tresnet50\tbatch=2\tamp=fp16\treleases=5\tevery=1"]
     one_line_error(dnnbench("suite", "run", tmp_path / "s.yaml", "--results", tmp_path / "r", "--dry-run",
                             "--only", "x*"), "matches no job; jobs: vae-bs2; watch entries: vae, ngc")
+    one_line_error(dnnbench("suite", "run", tmp_path / "s.yaml", "--results", tmp_path / "r", "--dry-run",
+                            "--only", "vae", "--runtime", "host"),
+                   "watch vae: runtime host: a watch compares images in containers")
     assert not (tmp_path / "r").exists()
 
 

@@ -12,6 +12,7 @@ from dnnbench.errors import DnnbenchError
 FOLDER = "watch"     # RESULTS/<suite>/watch/<entry name>/: the watch's --results and --run-id
 # the suite's `defaults:` a watch takes (a watch does not sweep, repeat, run a script or an image)
 FROM_DEFAULTS = ("workload", "batch_size", "amp", "options", "data", "gpus", "runtime")
+TOLERANCE = 0.05     # `dnnbench watch --tolerance`'s default
 
 
 @dataclass
@@ -89,7 +90,7 @@ def _entry(own: dict, defaults: dict, where) -> Entry:
     key = "images" if images is not None else "bases"
     checks = ((key, lambda: bisect.image_list(members(images, "images:") if isinstance(images, str) else images,
                                               bases)),
-              ("tolerance", lambda: bisect._template(RunOptions(workload=workload), spec.get("tolerance", 0.05))),
+              ("tolerance", lambda: bisect._template(RunOptions(workload=workload), spec.get("tolerance", TOLERANCE))),
               ("options", lambda: check_options(RunOptions(workload=workload, batch_size=spec.get("batch_size"),
                                                            amp=spec.get("amp"), **spec["options"]))))
     for at, check in checks:    # the watch's own checks, now rather than after the suite's jobs
@@ -102,7 +103,7 @@ def _entry(own: dict, defaults: dict, where) -> Entry:
     releases = bisect.image_list(images, bases)
     return Entry(name=spec.get("name") or workload, workload=workload, images=images, bases=bases,
                  releases=releases, every=spec.get("every") or 1, rounds=spec.get("rounds"),
-                 tolerance=spec.get("tolerance", 0.05),
+                 tolerance=spec.get("tolerance", TOLERANCE),
                  spec={k: spec.get(k) for k in ("batch_size", "amp", "options", "data", "gpus", "runtime")})
 
 
@@ -110,7 +111,7 @@ def folder(suite_dir: Path, entry: Entry) -> Path:
     return suite_dir / FOLDER / entry.name
 
 
-def options(entry: Entry, suite_dir: Path, overrides: dict, dry_run: bool = False):
+def options(entry: Entry, suite_dir: Path, overrides: dict):
     """The watch's options, as `dnnbench watch` makes them from its command line: the suite's
     --runtime, --env and harness options (--until-ci) over the entry's."""
     from dnnbench.runs.options import RunOptions
@@ -121,7 +122,7 @@ def options(entry: Entry, suite_dir: Path, overrides: dict, dry_run: bool = Fals
     return RunOptions(workload=entry.workload, data=Path(data) if data else None,
                       gpus=None if gpus is None else str(gpus),
                       runtime=overrides.get("runtime") or spec.get("runtime") or "docker",
-                      results=suite_dir / FOLDER, run_id=entry.name, dry_run=dry_run,
+                      results=suite_dir / FOLDER, run_id=entry.name,
                       env=dict(overrides.get("env") or {}), batch_size=spec.get("batch_size"), amp=spec.get("amp"),
                       **{key: given(key) for key in OPTION_NAMES})
 
@@ -138,6 +139,9 @@ def preflight(entries: list[Entry], suite_dir: Path, overrides: dict) -> set[str
         template = bisect._template(options(e, suite_dir, overrides), e.tolerance)
         template = dataclasses.replace(template, run_id=e.name)
         try:
+            if not named(template.runtime).contained:    # `suite run --runtime host`
+                raise DnnbenchError(f"runtime {template.runtime}: a watch compares images in containers "
+                                    f"(docker or singularity)")
             bisect._check_first(template, e.releases, folder(suite_dir, e))
         except DnnbenchError as exc:
             raise DnnbenchError(f"watch {e.name}: {exc}") from None
