@@ -174,14 +174,14 @@ def run(entry: Entry, suite_dir: Path, overrides: dict) -> Outcome:
     said = []
     for v in slower:
         a, b = entry.releases[v.lo][0], entry.releases[v.hi][0]
-        said.append(f"{b} ({v.pct}, after {a})" if not v.stuck else f"after {a}, up to {b} ({v.pct})")
+        said.append(f"{b} (after {a}): {v.pct}" if not v.stuck else f"after {a}, up to {b}: {v.pct}")
     return Outcome(entry, "slower", "; ".join(said))
 
 
 def show(outcomes: list[Outcome]) -> None:
     """One row per watch entry: what it found, at 80 columns."""
     from dnnbench.console import Column, escape, print_table
-    words = {"slower": "slower release: ", "nothing": "no slower release found", "failed": "failed: ",
+    words = {"slower": "slower: ", "nothing": "no slower release found", "failed": "failed: ",
              "interrupted": "interrupted"}
     rows = [[escape(o.entry.name), str(len(o.entry.releases)), escape(words[o.status] + o.said)] for o in outcomes]
     print_table("watch list", [Column("watch", key=True), Column("releases", right=True, rank=2),
