@@ -442,7 +442,7 @@ def show_table(suite_dir: Path) -> None:
     figures from 5 repeats on)."""
     from dnnbench.results.report import collect, render, rows
     # the jobs' folders: a watch list's runs are its own (its table follows)
-    folders = [p for p in sorted(suite_dir.iterdir()) if p.name != suite_watch.FOLDER]
+    folders = [p for p in sorted(suite_dir.iterdir()) if p.name != suite_watch.FOLDER and fileio.is_real_dir(str(p))]
     try:
         jobs = collect(folders)
     except DnnbenchError:
