@@ -183,6 +183,7 @@ watch:
   - name: steps
     workload: vae
     images: [{releases}]
+    every: 3
     rounds: 3
     tolerance: 0.1
   - name: flat
@@ -217,7 +218,7 @@ def test_each_watch_entry_says_what_it_found_and_a_failed_one_stops_none_after_i
     assert code == 1, err                 # a slower release found, and a watch entry failed
     assert "watch broken failed: img:broken: the run ended error: no such release (the suite goes on)" in \
         " ".join(err.split()), err
-    assert "slower: " in out and "from img:r6, after img:r5 (rounds; suspected by change detection)" in out
+    assert "slower: " in out and "from img:r6, after img:r5 (rounds; suspected by" in out, out
     rows = {line.split()[0]: " ".join(line.split()[1:]) for line in out.splitlines()
             if line.split()[:1] and line.split()[0] in ("broken", "steps", "flat")}
     assert rows["broken"].startswith("2 failed: img:broken"), rows
@@ -229,7 +230,9 @@ def test_each_watch_entry_says_what_it_found_and_a_failed_one_stops_none_after_i
     # each entry's runs in its own folder, the watch's own layout
     watched = tmp_path / "results" / "nightly" / "watch"
     assert {"flat", "steps"} <= {p.name for p in watched.iterdir()}
-    assert (watched / "steps" / "05-img_r6" / "result.json").is_file()
+    assert (watched / "steps" / "06-img_r7" / "result.json").is_file()
+    # surveyed r8, r1, r4, r7 (every 3rd); r2 and r3 never measured (before the change)
+    assert not any(p.name.startswith(("01-", "02-")) for p in (watched / "steps").rglob("*")), machine.runs
     assert any(p.name.startswith("judged-") for p in (watched / "steps").iterdir())
     # the same suite again needs --resume, and --resume reads every finished run back
     runs = len(machine.runs)
@@ -272,7 +275,6 @@ watch:
   - name: releases
     workload: vae
     images: [{releases}]
-    every: 2
     rounds: 3
     tolerance: 0.1
 """
@@ -280,8 +282,10 @@ watch:
 
 @pytest.fixture(scope="module")
 def releases(built_image, tmp_path_factory):
-    """s1..s3 in release order; s3 is slower (named `releases`: it runs in the rounds stream)."""
-    with series(built_image, tmp_path_factory.mktemp("suite-watched"), "s", 3, 3, GOOD, SLOW) as made:
+    """s1 and s2 in release order, s2 slower: two, so the watch is the survey and one judgement in
+    rounds (8-10 runs with the job's, ~13 min on a loaded 2-core machine with three releases).
+    Named `releases`: it runs in the rounds stream."""
+    with series(built_image, tmp_path_factory.mktemp("suite-watched"), "s", 2, 2, GOOD, SLOW) as made:
         yield made
 
 
@@ -296,14 +300,14 @@ def test_a_suite_runs_its_jobs_then_watches_real_releases_and_names_the_slower_o
     assert "1 ok, 0 failed; watch: 1 found a slower release, 1 failed" in text, text
     suite_dir = tmp_path / "results" / "nightly"
     assert json.loads((suite_dir / "vae-bs1" / "r1" / "result.json").read_text())["status"] == "ok"
-    # the survey skipped s2 (--every 2); the rounds bisected to it and named s3
+    # s1 in the history from the job (not run again by the survey), s2 judged against it in rounds
+    assert f"[survey] {releases[0]}: 1 result(s) of vae-bs1 in the history, not run" in res.stderr, res.stderr
     lines = res.stdout.splitlines()
-    assert any(line.startswith("slower: -") and line.endswith(f"from {releases[2]}, after {releases[1]} (rounds; "
+    assert any(line.startswith("slower: -") and line.endswith(f"from {releases[1]}, after {releases[0]} (rounds; "
                                                                   f"suspected by newest release)") for line in lines), lines
-    assert not (suite_dir / "watch" / "releases" / f"01-{releases[1].split('/')[-1].replace(':', '_')}").exists()
     flat = " ".join(res.stdout.split())
     assert "failed: image dnnbench-test-bisect:not-built is not on this machine" in flat, flat
-    assert f"slower: {releases[2]} (after {releases[1]}): -" in flat, flat
+    assert f"slower: {releases[1]} (after {releases[0]}): -" in flat, flat
     table = lines[[line.strip() for line in lines].index("watch list"):]
     assert max(len(line) for line in table) <= 80, res.stdout
     # again with --resume: every run read back or taken from the history, the same verdict
