@@ -258,6 +258,21 @@ def test_a_watch_interrupted_stops_the_suite_and_resume_goes_on(tmp_path, capsys
     assert machine.runs == whole.runs       # the five finished runs read back, none run twice
 
 
+def test_an_unusable_store_refuses_the_suite_before_its_first_run(tmp_path):
+    """As `dnnbench watch` refuses it before its first run: here before the suite's first job."""
+    (tmp_path / "store").mkdir()
+    machine = Machine("step", 1.0, 0.0, wobble=0.01)
+    path = tmp_path / "nightly.yaml"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("DNNBENCH_DB", str(tmp_path / "store"))
+        _stand_in(mp, machine, {})
+        path.write_text(WATCHED.format(broken=BROKEN, releases=", ".join(RELEASES)))
+        with pytest.raises(DnnbenchError, match="is a folder, not a database file") as refused:
+            suite_mod.suite_command(path, only=[], resume=False, results=tmp_path / "results", overrides={},
+                                    dry_run=False)
+    assert refused.value.exit_code == 2 and machine.runs == [] and not (tmp_path / "results").exists()
+
+
 # --- one suite over real release images ------------------------------------------------------
 
 REAL = """\
