@@ -316,7 +316,8 @@ suite_app = typer.Typer(help="Suites: many runs from one YAML file.", no_args_is
 @with_host_options("suite run")
 def suite_run(
     file: Path = typer.Argument(..., help="Suite YAML (see suites/*.yaml)."),
-    only: List[str] = typer.Option([], "--only", help="Run only jobs matching this glob (repeatable), e.g. 'resnet*'."),
+    only: List[str] = typer.Option([], "--only", help="Run only jobs and watch entries matching this glob "
+                                   "(repeatable), e.g. 'resnet*'."),
     resume: bool = typer.Option(False, "--resume", help="Skip runs that already finished; redo cut-off ones."),
     host: dict = INJECTED,
     harness: dict = INJECTED,
@@ -324,7 +325,9 @@ def suite_run(
     """Run a suite: sweeps x repeats; a failed, timed-out or OOM run is recorded and the suite
     goes on; --resume continues an interrupted suite. At the end, a table of the jobs: throughput
     = sum_items/sum_seconds over every timed window of a job's repeats, its 95% CI, the window
-    median, and with 5+ repeats MLPerf-style trimmed figures (fastest and slowest run dropped)."""
+    median, and with 5+ repeats MLPerf-style trimmed figures (fastest and slowest run dropped).
+    Then the file's `watch:` list, each entry a `dnnbench watch` (a row each: the slower release
+    named, none found, or failed)."""
     from dnnbench.runs import environment
     from dnnbench.runs.suite import suite_command
     raise typer.Exit(suite_command(file, only=only, resume=resume, results=host["results"],

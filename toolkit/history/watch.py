@@ -164,7 +164,7 @@ def judge(listed, template, folder: Path, lo: int, hi: int, why: str, tolerance:
 
 
 def watch_command(opts, images: list[str] | None, bases: str | None, tolerance: float, rounds: int | None = None,
-                  every: int = 1) -> int:
+                  every: int = 1, judged: list[Verdict] | None = None) -> int:
     from dnnbench.console import info
     from dnnbench.history.changes import MIN_SIZE
     from dnnbench.runs import bisect
@@ -191,6 +191,8 @@ def watch_command(opts, images: list[str] | None, bases: str | None, tolerance: 
         sessions.append(session)
     for v in verdicts:
         _say(listed, v)
+    if judged is not None:       # a suite's watch list names the slower releases in its summary
+        judged.extend(verdicts)
     if not found:
         info(f"no slowdown suspected over {len(points)} surveyed releases of {len(listed)} (change detection "
              f"and the newest release against the one {MIN_SIZE - 1} surveyed before it)")

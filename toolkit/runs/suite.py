@@ -1,5 +1,6 @@
 """`dnnbench suite run FILE`: many runs from one YAML file, with sweeps, repeats, timeouts,
-per-GPU parallel copies (mila's multi-user mode), failures recorded and resumable."""
+per-GPU parallel copies (mila's multi-user mode), failures recorded and resumable; then the
+file's watch list (runs/suite_watch.py)."""
 from __future__ import annotations
 
 import difflib
@@ -12,6 +13,7 @@ from pathlib import Path
 
 from dnnbench import locks
 from dnnbench.errors import DnnbenchError, EngineUnavailable
+from dnnbench.runs import suite_watch
 from dnnbench.runs.suite_schema import OPTION_NAMES
 from dnnbench.workloads import fileio
 
@@ -34,6 +36,7 @@ class Suite:
     name: str
     path: Path
     runs: list[Run]
+    watches: list[suite_watch.Entry] = field(default_factory=list)
 
 
 def _list(value):
@@ -59,7 +62,7 @@ def load(path: Path) -> Suite:
     raw_defaults = doc.get("defaults") or {}
     defaults = suite_schema.check_job(raw_defaults, lambda key: f"{path}:{getattr(raw_defaults, 'key_lines', {}).get(key, top.get('defaults', 1))}")
     runs, seen = [], set()
-    for raw in doc["jobs"]:
+    for raw in doc.get("jobs") or []:
         line = getattr(raw, "line", top.get("jobs", 1))
         if not isinstance(raw, dict):
             raise DnnbenchError(f"{path}:{line}: each job is a mapping with at least `workload:`")
@@ -113,7 +116,10 @@ def load(path: Path) -> Suite:
                                 repeat_index=r, spec=job))
             if len(runs) > suite_schema.MAX_RUNS:
                 raise DnnbenchError(f"{where('repeats')}: the suite expands to more than {suite_schema.MAX_RUNS} runs")
-    return Suite(name=suite_name, path=path, runs=runs)
+            if label == suite_watch.FOLDER and doc.get("watch"):
+                raise DnnbenchError(f"{where('name')}: a job named {label!r} would share the watch list's folder; "
+                                    f"give it another `name:`")
+    return Suite(name=suite_name, path=path, runs=runs, watches=suite_watch.load(doc, path, defaults))
 
 
 UNREADABLE = "unreadable"   # a result is there but cannot be read now: kept, never redone over
@@ -291,15 +297,20 @@ def suite_command(path: Path, *, only: list[str], resume: bool, results: Path, o
                                                            overrides.get("env") or {}, str(path))):
         r.spec["env"] = env
     runs = [r for r in suite.runs if not only or any(fnmatch.fnmatchcase(r.job, g) for g in only)]
-    if not runs:
+    watches = [w for w in suite.watches if not only or any(fnmatch.fnmatchcase(w.name, g) for g in only)]
+    if not runs and not watches:
         raise DnnbenchError(f"--only {' '.join(only)} matches no job; jobs: "
-                            + ", ".join(sorted({r.job for r in suite.runs})))
+                            + (", ".join(sorted({r.job for r in suite.runs})) or "none")
+                            + (f"; watch entries: {', '.join(w.name for w in suite.watches)}" if suite.watches else ""))
     suite_dir = names.inside(results, results / suite.name, "suite folder")
-    _preflight(runs, suite_dir, overrides, engines=not dry_run)
+    _preflight(runs, suite_dir, overrides, engines=not dry_run, watches=watches)
     if dry_run:
         for r in runs:
             print(f"{r.run_id}\t{r.workload}\tbatch={r.batch_size or 'default'}\tamp={r.amp}"
                   f"\tgpus={r.spec.get('gpus') or '-'}\tparallel={r.spec.get('parallel') or '-'}")
+        for w in watches:
+            print(f"{suite_watch.FOLDER}/{w.name}\t{w.workload}\tbatch={w.spec.get('batch_size') or 'default'}"
+                  f"\tamp={w.spec.get('amp') or 'default'}\treleases={len(w.releases)}\tevery={w.every}")
         return 0
     try:
         fileio.make_dirs(str(suite_dir), root=str(results))
@@ -308,14 +319,16 @@ def suite_command(path: Path, *, only: list[str], resume: bool, results: Path, o
     # one `suite run` per suite folder: a second --resume must not redo (and remove) the run the
     # first is in the middle of
     with locks.hold(suite_dir, what=f"suite folder {suite_dir}"):
-        return _run_suite(path, suite, runs, suite_dir, resume, overrides)
+        return _run_suite(path, suite, runs, suite_dir, resume, overrides, watches)
 
 
-def _preflight(runs: list, suite_dir: Path, overrides: dict, engines: bool = True) -> None:
+def _preflight(runs: list, suite_dir: Path, overrides: dict, engines: bool = True,
+               watches: list[suite_watch.Entry] | None = None) -> None:
     """Everything the suite will need, checked before its first job starts: every run's options
     (the one validation table), workload, data, runtime, GPUs syntax and base, as `run
-    --dry-run` checks them; then each runtime's engine once. A bad job n fails the suite with one
-    line naming it, before job 1 has run."""
+    --dry-run` checks them, and every watch entry's releases as `watch` checks them; then each
+    runtime's engine once, and the history store when there is a watch. A bad job n fails the
+    suite with one line naming it, before job 1 has run."""
     runtimes = set()
     for r in runs:
         opts = _options(r, results=suite_dir, run_id=r.run_id, overrides=overrides, gpus=r.spec.get("gpus"))
@@ -326,10 +339,13 @@ def _preflight(runs: list, suite_dir: Path, overrides: dict, engines: bool = Tru
         except DnnbenchError as exc:
             raise DnnbenchError(f"job {r.job} ({r.run_id}): {exc}") from None
         runtimes.add(plan.runtime)
+    runtimes |= suite_watch.preflight(watches or [], suite_dir, overrides)
     from dnnbench.containers.engines import ENGINES
     for engine in ENGINES.values():
         if engines and engine.name in runtimes:
             engine.preflight()
+    if engines and watches:
+        suite_watch.check_store()
 
 
 def _remove_unfinished(run_dir: Path, suite_dir: Path) -> bool:
@@ -350,21 +366,25 @@ def _remove_unfinished(run_dir: Path, suite_dir: Path) -> bool:
     return True
 
 
-def _run_suite(path: Path, suite: Suite, runs: list, suite_dir: Path, resume: bool, overrides: dict) -> int:
+def _run_suite(path: Path, suite: Suite, runs: list, suite_dir: Path, resume: bool, overrides: dict,
+               watches: list[suite_watch.Entry]) -> int:
     from rich.progress import MofNCompleteColumn, TimeElapsedColumn, TimeRemainingColumn
 
     from dnnbench import names
     from dnnbench.console import escape, info, progress, warn
     status_of = {r.run_id: _status(suite_dir / r.run_id) for r in runs}
     done = {rid for rid, st in status_of.items() if st in FINAL or st == UNREADABLE}
-    if done and not resume:
-        raise DnnbenchError(f"{suite_dir} already holds {len(done)} finished runs of this suite: pass --resume "
-                            f"to go on where it stopped, or --results elsewhere")
+    watched = [w for w in watches if os.path.lexists(suite_watch.folder(suite_dir, w))]
+    if (done or watched) and not resume:
+        raise DnnbenchError(f"{suite_dir} already holds {len(done)} finished runs"
+                            + (f" and {len(watched)} watch entries' runs" if watched else "")
+                            + " of this suite: pass --resume to go on where it stopped, or --results elsewhere")
     for rid in sorted(rid for rid, st in status_of.items() if st == UNREADABLE):
         warn(f"{suite_dir / rid} holds a result this dnnbench cannot read (newer schema or damaged): kept "
              f"as it is, not run again")
     todo = [r for r in runs if r.run_id not in done]
-    info(f"suite {suite.name}: {len(runs)} runs, {len(done)} already done, {len(todo)} to go; results in {suite_dir}")
+    info(f"suite {suite.name}: {len(runs)} runs, {len(done)} already done, {len(todo)} to go"
+         + (f", then {len(watches)} watch entries" if watches else "") + f"; results in {suite_dir}")
     failures = 0
     with progress(MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn()) as bar:   # ETA: from the runs done
         task = bar.add_task(escape(suite.name), total=len(runs), completed=len(done))
@@ -394,18 +414,37 @@ def _run_suite(path: Path, suite: Suite, runs: list, suite_dir: Path, resume: bo
                 failures += 1
                 bar.console.print(f"[red]{escape(r.run_id)}: {escape(status)}[/] (recorded; the suite goes on)")
             bar.advance(task)
-    info(f"suite {suite.name}: {len(todo) - failures} ok, {failures} failed; "
-         f"`dnnbench report {suite_dir}` summarizes it")
-    show_table(suite_dir)
-    return 1 if failures else 0
+    outcomes = []
+    for w in watches:     # after the jobs: a watch's verdict comes last, and never costs a job its run
+        info(f"watch {w.name}: {w.workload} over {len(w.releases)} releases; runs in "
+             f"{suite_watch.folder(suite_dir, w)}")
+        outcome = suite_watch.run(w, suite_dir, overrides)
+        if outcome.status == "interrupted":
+            warn(f"suite interrupted at watch {w.name}: `dnnbench suite run {path} --resume` goes on from there")
+            return 130
+        if outcome.status == "failed":
+            warn(f"watch {w.name} failed: {outcome.said} (the suite goes on)")
+        outcomes.append(outcome)
+    found = [o for o in outcomes if o.status == "slower"]
+    lost = [o for o in outcomes if o.status == "failed"]
+    info(f"suite {suite.name}: {len(todo) - failures} ok, {failures} failed"
+         + (f"; watch: {len(found)} found a slower release, {len(lost)} failed" if outcomes else "")
+         + f"; `dnnbench report {suite_dir}` summarizes it")
+    if runs:
+        show_table(suite_dir)
+    if outcomes:
+        suite_watch.show(outcomes)
+    return 1 if failures or found or lost else 0
 
 
 def show_table(suite_dir: Path) -> None:
     """The suite's jobs with the same figures `dnnbench report` prints (repeats pooled, trimmed
     figures from 5 repeats on)."""
     from dnnbench.results.report import collect, render, rows
+    # the jobs' folders: a watch list's runs are its own (its table follows)
+    folders = [p for p in sorted(suite_dir.iterdir()) if p.name != suite_watch.FOLDER and fileio.is_real_dir(str(p))]
     try:
-        jobs = collect([suite_dir])
+        jobs = collect(folders)
     except DnnbenchError:
         return
     render(rows(jobs, None, 0.0), "table", total_score=None, with_baseline=False)

@@ -12,7 +12,7 @@ from pydantic import ConfigDict, Field, ValidationError, create_model
 
 from dnnbench.errors import DnnbenchError
 from dnnbench.runs.options import RUNTIMES
-from dnnbench.workloads.options import AMP, HOST_OPTIONS
+from dnnbench.workloads.options import AMP, BY_NAME, HOST_OPTIONS
 
 MAX_RUNS = 10_000          # runs one suite may expand to (sweeps x repeats)
 MAX_TIMEOUT = 7 * 86400    # a week: longer is a typo
@@ -103,7 +103,30 @@ def _job_model():
 
 
 JOB_KEYS = tuple(job_fields(1))
-TOP_KEYS = ("name", "description", "defaults", "jobs")
+
+
+def watch_fields() -> dict:
+    """A `watch:` entry: `dnnbench watch`'s arguments, and the job keys a watch takes."""
+    return dict(
+        name=(Optional[str], None),
+        workload=(Optional[str], None),
+        images=(Optional[Union[str, list[str]]], None),    # in release order: a list, or A,B,C
+        bases=(Optional[str], None),                        # a catalog range, X..Y
+        every=(Optional[_int(1, MAX_RUNS)], None),
+        rounds=_option_field(BY_NAME["rounds"]),
+        tolerance=_option_field(BY_NAME["tolerance"]),
+        batch_size=(Optional[Batch], None),                 # one: a watch does not sweep
+        amp=(Optional[Amp], None),
+        options=(Optional[Options], None),
+        data=(Optional[str], None),
+        gpus=(Optional[Union[str, _int(0)]], None),
+        runtime=(Optional[Literal[RUNTIMES]], None),
+    )
+
+
+WATCH_KEYS = tuple(watch_fields())
+Watch = create_model("Watch", __config__=STRICT, **watch_fields())
+TOP_KEYS = ("name", "description", "defaults", "jobs", "watch")
 
 
 def _short(value) -> str:
@@ -114,7 +137,7 @@ def _short(value) -> str:
 _TYPE_ERRORS = ("_type", "literal_error", "_parsing")
 
 
-def _message(exc: ValidationError, known: tuple[str, ...]) -> tuple[str, str]:
+def _message(exc: ValidationError, known: tuple[str, ...], what: str = "job key") -> tuple[str, str]:
     """(the key at fault, one line saying what is wrong) from pydantic's first error."""
     errors = exc.errors()
     first = errors[0]
@@ -128,7 +151,7 @@ def _message(exc: ValidationError, known: tuple[str, ...]) -> tuple[str, str]:
         pool = known if len(loc) == 1 else TRAIN_NAMES if loc[0] == "train" else OPTION_NAMES
         close = difflib.get_close_matches(loc[-1], pool, n=1)
         hint = f"; did you mean {close[0]}?" if close else f" ({', '.join(sorted(pool))})"
-        return key, f"unknown {'option' if len(loc) > 1 else 'job key'} {field!r}{hint}"
+        return key, f"unknown {'option' if len(loc) > 1 else what} {field!r}{hint}"
     # the union branch pydantic tried (constrained-int, list[...]) is noise to a user
     path = ".".join(x for x in loc if not x.startswith(("constrained", "list[", "literal[", "function-")))
     text = first["msg"].replace("Input should be", "must be", 1)
@@ -157,10 +180,26 @@ def check_job(job: dict, where) -> dict:
     return out
 
 
+def check_watch(entry: dict, where) -> dict:
+    """A `watch:` entry checked as a job is (`where(key)` gives `file:line`); `options` as a plain dict."""
+    try:
+        checked = Watch.model_validate(dict(entry))
+    except ValidationError as exc:
+        key, text = _message(exc, WATCH_KEYS, "watch key")
+        raise DnnbenchError(f"{where(key)}: {text}") from None
+    out = {k: v for k, v in checked.model_dump().items() if k in entry}
+    out["options"] = {k: v for k, v in (checked.options.model_dump() if checked.options else {}).items()
+                      if k in (entry.get("options") or {})}
+    return out
+
+
 def check_top(doc, path) -> None:
-    if not isinstance(doc, dict) or not isinstance(doc.get("jobs"), list) or not doc["jobs"]:
-        raise DnnbenchError(f"{path}:1: a suite needs a non-empty `jobs:` list")
     lines = getattr(doc, "key_lines", {})
+    given = [k for k in ("jobs", "watch") if isinstance(doc, dict) and doc.get(k) is not None] or ["jobs"]
+    for key in given:
+        if not isinstance(doc, dict) or not isinstance(doc.get(key), list) or not doc[key]:
+            raise DnnbenchError(f"{path}:{lines.get(key, 1)}: a suite needs a non-empty `jobs:` list, a "
+                                f"`watch:` list, or both")
     for key in doc:
         if key not in TOP_KEYS:
             raise DnnbenchError(f"{path}:{lines.get(key, 1)}: unknown key {key!r} ({', '.join(TOP_KEYS)})")
