@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, List, Optional
+from typing import TYPE_CHECKING, Any, List, Optional
 
 import typer
 
@@ -184,9 +184,9 @@ def slurm(
             raise DnnbenchError(f"{given[0]} is a training option: add --train")
     env, dry_run = host.pop("env"), host.pop("dry_run")   # the tasks' (checked as Slurm's); the script's
     opts = _options(workload, host, extra=extra, **script_opts, **harness)
+    where: dict[str, Any] = {k: list(v) if isinstance(v, (list, tuple)) else v for k, v in placement.items()}
     raise typer.Exit(slurm_command(SlurmOptions(
-        run=opts, nodes=nodes, gpus_per_node=gpus_per_node, nproc_per_node=nproc_per_node,
-        **{k: list(v) if isinstance(v, (list, tuple)) else v for k, v in placement.items()}, env=env, scaling=scaling, each_node=each_node, train=train if train_mode else None,
+        run=opts, nodes=nodes, gpus_per_node=gpus_per_node, nproc_per_node=nproc_per_node, **where, env=env, scaling=scaling, each_node=each_node, train=train if train_mode else None,
         warn_before=warn_before, submit=submit, wait=wait), dry_run))
 
 
@@ -265,8 +265,9 @@ def _placement(job: dict):
     if engine is None or engine.name != "singularity":
         raise DnnbenchError(f"--slurm runs the images with Apptainer: add --runtime singularity (not "
                             f"{job['runtime']}), with .sif images on the shared filesystem")
-    return SlurmPlacement(**{name: tuple(job[name]) if isinstance(job[name], (list, tuple)) else job[name]
-                             for name in SLURM_PARAMS})
+    where: dict[str, Any] = {name: tuple(job[name]) if isinstance(job[name], (list, tuple)) else job[name]
+                             for name in SLURM_PARAMS}
+    return SlurmPlacement(**where)
 
 
 @with_params(IMAGES_PARAMS, key="job")
