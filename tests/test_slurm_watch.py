@@ -143,3 +143,15 @@ def test_watch_runs_each_step_as_a_slurm_job_in_the_rounds_order(slurm_cluster, 
     assert jobs["00-s1.sif"] > jobs["01-s2.sif"]                # the newest release surveyed first
     listed = json.loads(dnnbench("history", "-f", "json", check=0).stdout)
     assert sorted(r["path"] for r in listed) == sorted(str(p) for p in (tmp_path / "w").rglob("result.json"))
+
+
+def test_a_failed_job_ends_the_command_in_one_line_naming_the_job_and_its_log(slurm_cluster, tmp_path):
+    """The job's setup line fails on the node (a `module load` that does not exist): seconds, no
+    container started."""
+    res = dnnbench("bisect", WORKLOAD, "--images", ",".join(_sifs(tmp_path)), "--runtime", "singularity",
+                   "--slurm", "--setup", "exit 3", "--results", tmp_path / "r", "--run-id", "b", *TINY, timeout=300)
+    line = one_line_error(res, ": Slurm job ", " ended error: the run wrote no result (exit 3)")
+    job = re.search(r"Slurm job (\d+) ", line).group(1)
+    log = re.search(r"\(its log: (\S+)\)$", line).group(1)
+    assert log == str(tmp_path / "r" / "b" / "00-r1.sif" / f"slurm-{job}.out")    # the first step's, there
+    assert (tmp_path / "r" / "b" / "00-r1.sif" / "job.sbatch").is_file() and tmp_path.joinpath(log).is_file()

@@ -235,8 +235,8 @@ def measure(step: Step, base: str | None, template: RunOptions, *, dataset: dict
         said = f"Slurm job {job} ({'-'.join((data.get('host') or {}).get('slurm_states') or []) or 'no state seen'})" \
             if job else "the run"
         log = run_dir / (f"slurm-{job}.out" if job else "log.txt")
-        raise DnnbenchError(f"{step.image}: {said} ended {data.get('status')}: {data.get('message')} "
-                            f"(its log: {log})")
+        why = str(data.get("message")).strip().rstrip(":")    # "no result (exit 3): " when the log is empty
+        raise DnnbenchError(f"{step.image}: {said} ended {data.get('status')}: {why} (its log: {log})")
     step.load = load.of_result(data).get("load1")
     if step.load is None:
         after = _load_now()
