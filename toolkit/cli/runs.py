@@ -262,9 +262,11 @@ def _placement(job: dict):
             raise DnnbenchError(f"{given[0]} places the runs on Slurm: add --slurm")
         return None
     engine = lookup(job["runtime"])
-    if engine is None or engine.name != "singularity":
-        raise DnnbenchError(f"--slurm runs the images with Apptainer: add --runtime singularity (not "
-                            f"{job['runtime']}), with .sif images on the shared filesystem")
+    if engine is None or not (engine.slurm and engine.contained):    # the images in a container of a Slurm step
+        from dnnbench.containers.engines import spoken
+        raise DnnbenchError(f"--slurm runs the images with Apptainer: add --runtime "
+                            f"{spoken(False, lambda e: e.slurm and e.contained)} (not {job['runtime']}), with "
+                            f".sif images on the shared filesystem")
     where: dict[str, Any] = {name: tuple(job[name]) if isinstance(job[name], (list, tuple)) else job[name]
                              for name in SLURM_PARAMS}
     return SlurmPlacement(**where)
