@@ -312,8 +312,11 @@ def step_job(run: run_mod.RunOptions) -> dict:
 
 def step_options(run: run_mod.RunOptions) -> SlurmOptions:
     """A comparison's run as `dnnbench slurm` options: one node, its GPUs (--gpus 0,1: two) or
-    CPU processes (--nproc), the placement given with --slurm."""
+    CPU processes (--nproc), the placement given with --slurm, and what a local run of it gets
+    set: the caller's CPU threading settings (OpenMP's wait policy alone moves a CPU step 2x on
+    a busy node; checks.run_env) and --env."""
     from dnnbench.runs import gpus as gpus_mod
+    from dnnbench.workloads.manifest import thread_env
     place = run.slurm
     assert place is not None
     ids = gpus_mod.parse(run.gpus)
@@ -324,7 +327,8 @@ def step_options(run: run_mod.RunOptions) -> SlurmOptions:
         run=dataclasses.replace(run, slurm=None, env={}), nodes=1, gpus_per_node=len(ids or []),
         nproc_per_node=None if ids else run.nproc, partition=place.partition, time=place.time,
         account=place.account, cpus_per_task=place.cpus_per_task, sbatch_args=list(place.sbatch_args),
-        setup=list(place.setup), env=[f"{k}={v}" for k, v in (run.env or {}).items()], submit=True, wait=True)
+        setup=list(place.setup), env=[f"{k}={v}" for k, v in {**thread_env(os.environ), **(run.env or {})}.items()],
+        submit=True, wait=True)
 
 
 def _waited(o: SlurmOptions, script: Path, run_dir: Path, run_id: str, echo: bool):
