@@ -148,10 +148,15 @@ def test_watch_runs_each_step_as_a_slurm_job_in_the_rounds_order(slurm_cluster, 
 def test_a_failed_job_ends_the_command_in_one_line_naming_the_job_and_its_log(slurm_cluster, tmp_path):
     """The job's setup line fails on the node (a `module load` that does not exist): seconds, no
     container started."""
-    res = dnnbench("bisect", WORKLOAD, "--images", ",".join(_sifs(tmp_path)), "--runtime", "singularity",
-                   "--slurm", "--setup", "exit 3", "--results", tmp_path / "r", "--run-id", "b", *TINY, timeout=300)
-    line = one_line_error(res, ": Slurm job ", " ended error: the run wrote no result (exit 3)")
-    job = re.search(r"Slurm job (\d+) ", line).group(1)
-    log = re.search(r"\(its log: (\S+)\)$", line).group(1)
-    assert log == str(tmp_path / "r" / "b" / "00-r1.sif" / f"slurm-{job}.out")    # the first step's, there
-    assert (tmp_path / "r" / "b" / "00-r1.sif" / "job.sbatch").is_file() and tmp_path.joinpath(log).is_file()
+    args = ["bisect", WORKLOAD, "--images", ",".join(_sifs(tmp_path)), "--runtime", "singularity", "--slurm",
+            "--setup", "exit 3", "--results", tmp_path / "r", "--run-id", "b", *TINY]
+    jobs = []
+    for _ in range(2):   # again: the step is submitted again in its slot, past the failed result there
+        line = one_line_error(dnnbench(*args, timeout=300), ": Slurm job ",
+                              " ended error: the run wrote no result (exit 3)")
+        job = re.search(r"Slurm job (\d+) ", line).group(1)
+        log = re.search(r"\(its log: (\S+)\)$", line).group(1)
+        assert log == str(tmp_path / "r" / "b" / "00-r1.sif" / f"slurm-{job}.out")    # the first step's, there
+        assert tmp_path.joinpath(log).is_file() and (tmp_path / "r" / "b" / "00-r1.sif" / "job.sbatch").is_file()
+        jobs.append(job)
+    assert jobs[0] != jobs[1]

@@ -186,7 +186,8 @@ def slurm(
     opts = _options(workload, host, extra=extra, **script_opts, **harness)
     where: dict[str, Any] = {k: list(v) if isinstance(v, (list, tuple)) else v for k, v in placement.items()}
     raise typer.Exit(slurm_command(SlurmOptions(
-        run=opts, nodes=nodes, gpus_per_node=gpus_per_node, nproc_per_node=nproc_per_node, **where, env=env, scaling=scaling, each_node=each_node, train=train if train_mode else None,
+        run=opts, nodes=nodes, gpus_per_node=gpus_per_node, nproc_per_node=nproc_per_node, **where, env=env,
+        scaling=scaling, each_node=each_node, train=train if train_mode else None,
         warn_before=warn_before, submit=submit, wait=wait), dry_run))
 
 

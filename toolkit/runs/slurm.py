@@ -296,15 +296,19 @@ def step_job(run: run_mod.RunOptions) -> dict:
     the run's own folder (run.run_dir), where a local run's would be; the job's log is not shown
     (the comparison prints a line per figure). Returns the result."""
     o = step_options(run)
-    text, run_dir, run_id = render(o)
-    script = run_dir / SCRIPT
-    try:   # a step measured again in its slot: the failed result there must not stand for this job's
-        fileio.remove_file(str(run_dir / "result.json"))
-        fileio.write_atomic_bytes(script, text.encode(), mode=0o755)
-    except OSError as exc:
-        raise DnnbenchError(f"cannot write in {run_dir}: {exc.strerror or exc}") from None
     if shutil.which("sbatch") is None:
         raise DnnbenchError("--slurm: sbatch is not on PATH (run it on a Slurm login node)")
+    assert run.run_dir is not None
+    try:   # a step measured again in its slot: the failed result there must not stand for this job's
+        fileio.remove_file(str(run.run_dir / "result.json"))
+    except OSError as exc:
+        raise DnnbenchError(f"cannot clear {run.run_dir / 'result.json'}: {exc.strerror or exc}") from None
+    text, run_dir, run_id = render(o)
+    script = run_dir / SCRIPT
+    try:
+        fileio.write_atomic_bytes(script, text.encode(), mode=0o755)
+    except OSError as exc:
+        raise DnnbenchError(f"cannot write {script}: {exc.strerror or exc}") from None
     waited = _waited(o, script, run_dir, run_id, echo=False)
     assert not isinstance(waited, int)
     return waited[0]
