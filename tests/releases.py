@@ -1,9 +1,11 @@
 """Releases of one image, built by the real Docker engine: each an image FROM the test image whose
 optimizer step sleeps given times in turn, with a label of its own (an image that changed a kernel
 or a threading default, made slower on purpose). tests/test_bisect.py, tests/test_history_watch.py
-and benchmarks/bisect_under_load.py measure them."""
+and benchmarks/bisect_under_load.py measure them. `sif_release`: the same as a .sif, for Slurm
+(tests/test_slurm_watch.py)."""
 from __future__ import annotations
 
+import shutil
 import subprocess
 import uuid
 from contextlib import contextmanager
@@ -52,3 +54,24 @@ def series(base: str, root: Path, prefix: str, count: int, slow_from: int, good:
         yield made
     finally:
         remove(made)
+
+
+def sif_release(sif: Path, root: Path, name: str, delays: list[float]) -> Path:
+    """A copy of the .sif `sif` whose optimizer step sleeps `delays` in turn: the step's module
+    rides in an ext3 overlay partition added to the copy (`apptainer sif add`), which Apptainer
+    mounts read-only over the image; a second, not a rebuild of gigabytes."""
+    folder = root / name
+    (folder / "overlay" / "upper" / "opt" / "step").mkdir(parents=True)
+    (folder / "overlay" / "upper" / ".singularity.d" / "env").mkdir(parents=True)
+    (folder / "overlay" / "work").mkdir()
+    (folder / "overlay" / "upper" / "opt" / "step" / "sitecustomize.py").write_text(STEP.format(delays=delays))
+    (folder / "overlay" / "upper" / ".singularity.d" / "env" / "95-release.sh").write_text(
+        'export PYTHONPATH="/opt/step:${PYTHONPATH:-}"\n')
+    made = folder / f"{name}.sif"
+    shutil.copyfile(sif, made)
+    subprocess.run(["mkfs.ext3", "-q", "-d", str(folder / "overlay"), str(folder / "overlay.img"), "4M"],
+                   check=True, capture_output=True)
+    subprocess.run(["apptainer", "sif", "add", "--datatype", "4", "--partfs", "2", "--parttype", "4",
+                    "--partarch", "2", "--groupid", "1", str(made), str(folder / "overlay.img")],
+                   check=True, capture_output=True)
+    return made

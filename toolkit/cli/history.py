@@ -129,7 +129,8 @@ def watch(workload: str = typer.Argument(..., help="Workload name (`dnnbench wor
     each result recorded; change detection and the newest release against its predecessors
     choose where to look; each suspected slowdown is judged in alternated rounds and bisected as
     `bisect` does, naming the first slower release and what changed. Finished runs are read back
-    (resumable after Ctrl-C). Exit 1 when a release was found slower, 0 otherwise, 2 when the
+    (resumable after Ctrl-C). With --slurm each run is a one-node Slurm job, waited for in turn
+    (Ctrl-C cancels it), its result in the run's folder as a local run's. Exit 1 when a release was found slower, 0 otherwise, 2 when the
     store cannot be used."""
     from dnnbench.cli.runs import _images_job
     from dnnbench.history.watch import watch_command

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, List, Optional
+from typing import TYPE_CHECKING, Any, List, Optional
 
 import typer
 
@@ -138,6 +138,22 @@ the run folder's newest checkpoint; the result keeps every start's host and time
 Options after `--` go to the workload unchanged."""
 
 
+# where a Slurm job goes: `slurm`, and the runs of compare-images, bisect and watch --slurm
+SLURM_PARAMS = {
+    "partition": (Optional[str], typer.Option(None, "--partition", "-p", help="Slurm partition.")),
+    "time": (Optional[str], typer.Option(None, "--time", "-t", help="Slurm time limit: minutes, H:MM:SS or "
+                                         "D-HH:MM:SS.")),
+    "account": (Optional[str], typer.Option(None, "--account", "-A", help="Slurm account to charge.")),
+    "cpus_per_task": (Optional[int], typer.Option(None, "--cpus-per-task", help="Cores per node's task (DataLoader "
+                                                  "workers need them).")),
+    "sbatch_args": (List[str], typer.Option([], "--sbatch-arg", help="Extra sbatch option, e.g. "
+                                            "--sbatch-arg=--qos=high (repeatable; overrides the ones above).")),
+    "setup": (List[str], typer.Option([], "--setup", help="Shell line run before srun, e.g. 'module load "
+                                      "apptainer' (repeatable).")),
+}
+
+
+@with_params(SLURM_PARAMS, key="placement")
 @with_harness_options(options=_train_options(), key="train")
 @job_command("slurm")
 def slurm(
@@ -146,12 +162,6 @@ def slurm(
     nodes: int = typer.Option(1, "--nodes", "-N", callback=in_range(BY_NAME["nodes"]), help="Nodes (one torchrun agent each)."),
     gpus_per_node: int = typer.Option(0, "--gpus-per-node", "-G", callback=in_range(BY_NAME["gpus_per_node"]), help="GPUs per node, one process each; 0 runs on CPUs (gloo)."),
     nproc_per_node: Optional[int] = typer.Option(None, "--nproc-per-node", callback=in_range(BY_NAME["nproc_per_node"]), help="CPU runs: processes per node (default 1)."),
-    partition: Optional[str] = typer.Option(None, "--partition", "-p", help="Slurm partition."),
-    time_limit: Optional[str] = typer.Option(None, "--time", "-t", help="Slurm time limit: minutes, H:MM:SS or D-HH:MM:SS."),
-    account: Optional[str] = typer.Option(None, "--account", "-A", help="Slurm account to charge."),
-    cpus_per_task: Optional[int] = typer.Option(None, "--cpus-per-task", help="Cores per node's task (DataLoader workers need them)."),
-    sbatch_arg: List[str] = typer.Option([], "--sbatch-arg", help="Extra sbatch option, e.g. --sbatch-arg=--qos=high (repeatable; overrides the ones above)."),
-    setup: List[str] = typer.Option([], "--setup", help="Shell line run before srun, e.g. 'module load apptainer' (repeatable)."),
     host: dict = INJECTED,
     scaling: bool = typer.Option(False, "--scaling", help="Run one process first as the reference: the result gets scaling efficiency."),
     each_node: bool = typer.Option(False, "--each-node", help="Fleet check: every node runs the job on its own, all at once, each its own result in RESULTS/<run-id>/<node>/; `report` (and --wait) names nodes slower than the median by more than their CI."),
@@ -164,6 +174,7 @@ def slurm(
     harness: dict = INJECTED,
     script_opts: dict = INJECTED,
     train: dict = INJECTED,
+    placement: dict = INJECTED,
 ):
     from dnnbench.runs.slurm import SlurmOptions, slurm_command
     workload, extra = _workload_or_script(workload, list(ctx.args), script_opts["script"])
@@ -173,10 +184,10 @@ def slurm(
             raise DnnbenchError(f"{given[0]} is a training option: add --train")
     env, dry_run = host.pop("env"), host.pop("dry_run")   # the tasks' (checked as Slurm's); the script's
     opts = _options(workload, host, extra=extra, **script_opts, **harness)
+    where: dict[str, Any] = {k: list(v) if isinstance(v, (list, tuple)) else v for k, v in placement.items()}
     raise typer.Exit(slurm_command(SlurmOptions(
-        run=opts, nodes=nodes, gpus_per_node=gpus_per_node, nproc_per_node=nproc_per_node, partition=partition,
-        time=time_limit, account=account, cpus_per_task=cpus_per_task, sbatch_args=sbatch_arg, setup=setup,
-        env=env, scaling=scaling, each_node=each_node, train=train if train_mode else None,
+        run=opts, nodes=nodes, gpus_per_node=gpus_per_node, nproc_per_node=nproc_per_node, **where, env=env,
+        scaling=scaling, each_node=each_node, train=train if train_mode else None,
         warn_before=warn_before, submit=submit, wait=wait), dry_run))
 
 
@@ -224,6 +235,11 @@ IMAGES_PARAMS = {
     "tolerance": (float, typer.Option(0.05, "--tolerance", callback=in_range(BY_NAME["tolerance"]),
                                       help="Same when the 95% CI of a ratio is within 1 +- this.")),
     **host_params("compare-images"),    # the same rows for bisect and watch (host_options.COMMANDS)
+    "slurm": (bool, typer.Option(False, "--slurm", help="Run each step as a one-node Slurm job (as `dnnbench "
+                                 "slurm --submit --wait` does), one at a time, in the rounds' order; with "
+                                 "--runtime singularity and .sif images on the shared filesystem. The "
+                                 "Slurm options below place the jobs.")),
+    **SLURM_PARAMS,
 }
 
 
@@ -231,9 +247,30 @@ def _images_job(workload: str, job: dict, harness: dict) -> tuple[RunOptions, Op
     engine = lookup(job["runtime"])
     if engine is not None and not engine.contained:
         raise DnnbenchError("images are compared in containers: --runtime docker or singularity")
-    opts = RunOptions(workload=workload, **{name: job[name] for name in host_params("compare-images")}, **harness)
+    opts = RunOptions(workload=workload, **{name: job[name] for name in host_params("compare-images")},
+                      slurm=_placement(job), **harness)
     from dnnbench.lists import members
     return opts, members(job["images"], "--images") if job["images"] is not None else None, job["bases"]
+
+
+def _placement(job: dict):
+    """--slurm's placement of each step, or None (local runs); a Slurm option without --slurm is
+    refused, not ignored."""
+    from dnnbench.runs.options import SlurmPlacement
+    given = [info.param_decls[0] for name, (_, info) in SLURM_PARAMS.items() if job[name] not in (None, [], ())]
+    if not job["slurm"]:
+        if given:
+            raise DnnbenchError(f"{given[0]} places the runs on Slurm: add --slurm")
+        return None
+    engine = lookup(job["runtime"])
+    if engine is None or not (engine.slurm and engine.contained):    # the images in a container of a Slurm step
+        from dnnbench.containers.engines import spoken
+        raise DnnbenchError(f"--slurm runs the images with Apptainer: add --runtime "
+                            f"{spoken(False, lambda e: e.slurm and e.contained)} (not {job['runtime']}), with "
+                            f".sif images on the shared filesystem")
+    where: dict[str, Any] = {name: tuple(job[name]) if isinstance(job[name], (list, tuple)) else job[name]
+                             for name in SLURM_PARAMS}
+    return SlurmPlacement(**where)
 
 
 @with_params(IMAGES_PARAMS, key="job")

@@ -220,16 +220,23 @@ def measure(step: Step, base: str | None, template: RunOptions, *, dataset: dict
     opts = dataclasses.replace(template, image=None if base else step.image, base=base, build=True if base else False,
                                run_dir=run_dir, run_id=f"{template.run_id}.{run_dir.name}", quiet=True,
                                repeat=template.repeat or 5)
-    plan = build_plan(opts, resume=True)
     before, started = _load_now(), time.monotonic()
-    data, _ = execute(plan, quiet=True)
+    if template.slurm is not None:     # --slurm: a one-node job, its result in this same folder
+        from dnnbench.runs.slurm import step_job
+        data = step_job(opts)
+    else:
+        data, _ = execute(build_plan(opts, resume=True), quiet=True)
     step.seconds = time.monotonic() - started
     step.result, step.headline = data, numbers.run_headline(data) if data.get("status") == "ok" else None
     if data.get("status") == "interrupted":
         raise _interrupted(step.image)
     if not step.ok:
-        raise DnnbenchError(f"{step.image}: the run ended {data.get('status')}: {data.get('message')} "
-                            f"(its log: {run_dir / 'log.txt'})")
+        job = (data.get("host") or {}).get("slurm_job")
+        said = f"Slurm job {job} ({'-'.join((data.get('host') or {}).get('slurm_states') or []) or 'no state seen'})" \
+            if job else "the run"
+        log = run_dir / (f"slurm-{job}.out" if job else "log.txt")
+        why = str(data.get("message")).strip().rstrip(":")    # "no result (exit 3): " when the log is empty
+        raise DnnbenchError(f"{step.image}: {said} ended {data.get('status')}: {why} (its log: {log})")
     step.load = load.of_result(data).get("load1")
     if step.load is None:
         after = _load_now()
@@ -335,9 +342,23 @@ def _check_first(opts: RunOptions, listed: list[tuple[str, str | None]], folder:
     --dry-run, the list and the first step's command line shown instead. True: go on."""
     from dnnbench.runs import plan as plan_mod
     from dnnbench.runs.launch import build_plan
-    plans = [build_plan(dataclasses.replace(opts, image=None if base else image, base=base, dry_run=True,
-                                            run_dir=folder / _slug(i, image), run_id=f"{folder.name}.{_slug(i, image)}"))
+    steps = [dataclasses.replace(opts, image=None if base else image, base=base, dry_run=True,
+                                 run_dir=folder / _slug(i, image), run_id=f"{folder.name}.{_slug(i, image)}")
              for i, (image, base) in enumerate(listed)]
+    if opts.slurm is not None:   # each step's job script, checked as `dnnbench slurm --dry-run` checks it
+        from dnnbench.runs import slurm
+        scripts = [slurm.render(slurm.step_options(step), dry_run=True)[0] for step in steps]
+        from dnnbench.containers.engines import named
+        for image, base in listed:      # the dry-run script takes a .sif that is not there: refused now
+            if not base:
+                named(opts.runtime).planned(image, None)
+        if opts.dry_run:
+            out.print(f"{len(listed)} images, in order, each run a one-node Slurm job; steps in "
+                      f"{escape(str(folder))}/NN-image/: " + ", ".join(escape(i) for i, _ in listed))
+            out.print(f"the first step's job script:\n{scripts[0]}", markup=False, highlight=False, soft_wrap=True,
+                      end="")
+        return not opts.dry_run
+    plans = [build_plan(step) for step in steps]
     if opts.dry_run:
         from dnnbench.containers.engines import named
         engine = named(plans[0].runtime)

@@ -14,6 +14,18 @@ RUNTIMES = choices()     # every name --runtime takes, read from the engines' ta
 RUNTIME_ALIASES = {name: e.name for e in ENGINES.values() for name in e.names}
 
 
+@dataclass(frozen=True)
+class SlurmPlacement:
+    """Where a comparison's runs go (watch, bisect, compare-images `--slurm`): each a one-node
+    Slurm job, with sbatch's placement as `dnnbench slurm` takes it (runs/slurm.py `step_job`)."""
+    partition: Optional[str] = None
+    time: Optional[str] = None
+    account: Optional[str] = None
+    cpus_per_task: Optional[int] = None
+    sbatch_args: tuple[str, ...] = ()
+    setup: tuple[str, ...] = ()
+
+
 @dataclass
 class RunOptions:
     """One run's options: host fields, then one field per host harness option."""
@@ -41,6 +53,7 @@ class RunOptions:
     run_to_end: bool = False                            # let it finish instead of stopping after the windows
     unit: Optional[str] = None                          # what its items are (images, samples, tokens)
     env: dict = field(default_factory=dict)             # --env: NAME -> value for the run's processes
+    slurm: Optional[SlurmPlacement] = None              # --slurm: the run is a one-node Slurm job
     # Harness options (HOST_OPTIONS): None, or False for flags, means the workload's own default.
     batch_size: Optional[int] = None
     number: Optional[int] = None
@@ -65,7 +78,7 @@ class RunOptions:
 
 HOST_FIELDS = ("workload", "data", "gpus", "nproc", "runtime", "image", "base", "build", "results", "run_id",
                "timeout", "dry_run", "quiet", "extra", "profile", "cpuset", "memory", "run_dir", "script", "entry",
-               "items_per_step", "run_to_end", "unit", "env")
+               "items_per_step", "run_to_end", "unit", "env", "slurm")
 
 
 def harness_values(opts) -> dict:

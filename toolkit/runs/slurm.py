@@ -18,6 +18,7 @@ from pathlib import Path
 from dnnbench import __version__, external, names
 from dnnbench.containers.engines import Engine, lookup, spoken
 from dnnbench.runs import checks, environment, kinds, lost_nodes
+from dnnbench.runs.manifest import host_manifest
 from dnnbench.runs import launch as run_mod
 from dnnbench.console import err, info, out, unprintable
 from dnnbench.errors import DnnbenchError
@@ -179,7 +180,7 @@ def render(o: SlurmOptions, dry_run: bool = False) -> tuple[str, Path, str]:
     _plain_text([("--results", str(opts.results)), ("--data", str(data or "")), ("--image", img.ref or ""),
                  ("--partition", o.partition or ""), ("--account", o.account or ""), ("--time", o.time or ""),
                  ("--run-id", run_id)] + [(f"--env {item.split('=', 1)[0]}", item) for item in o.env])
-    run_dir = checks.make_run_dir(opts.results, run_id, dry_run)
+    run_dir = checks.make_run_dir(opts.results, run_id, dry_run, opts.run_dir)
     engine = _engine(o)
     gpus = o.gpus_per_node > 0
     per_node = o.gpus_per_node if gpus else (o.nproc_per_node or 1)
@@ -197,8 +198,15 @@ def render(o: SlurmOptions, dry_run: bool = False) -> tuple[str, Path, str]:
     env = {"DNNBENCH_RUN_ID": run_id, **environment.parse(o.env, slurm=True), **kind.env(at)}
     if img.ref:
         env["DNNBENCH_IMAGE"] = img.ref
+    # the host's facts (the image by digest) reach the result as a local run's do: plan.json
+    manifest = {} if dry_run else {**host_manifest(engine.name, img.ref, img.base, data), **kind.manifest(checked)}
     plan = kinds.plan(kind, opts, o.train, checked, engine=engine, img=img, run_id=run_id, where=at, argv=[],
-                      env=env, gpus=["all"] if gpus else None, entrypoint=list(img.entrypoint))
+                      env=env, gpus=["all"] if gpus else None, entrypoint=list(img.entrypoint), manifest=manifest)
+    if not dry_run:
+        try:
+            plan.save(run_dir / "plan.json")
+        except OSError as exc:
+            raise DnnbenchError(f"cannot write {run_dir / 'plan.json'}: {exc.strerror or exc}") from None
     contained = at.contained
 
     def wrap(argv: list[str]) -> list[str]:
@@ -273,7 +281,64 @@ def _submit_and_wait(o: SlurmOptions, script: Path, run_dir: Path, run_id: str) 
     """sbatch --wait, streaming the job's output; Ctrl-C cancels the job (SIGINT to its steps
     first, so the harness keeps a partial result). Then the result gets the host's view, as
     `dnnbench run` gives it."""
-    from dnnbench.results.record import finalize, show_outcome
+    from dnnbench.results.record import show_outcome
+    waited = _waited(o, script, run_dir, run_id, echo=True)
+    if isinstance(waited, int):     # --each-node: every node's result and the fleet table
+        return waited
+    data, outcome = waited
+    show_outcome(run_dir, data)
+    return run_mod.documented_exit(outcome, data.get("status", "error"))
+
+
+def step_job(run: run_mod.RunOptions) -> dict:
+    """One run of a comparison (bisect, compare-images, watch `--slurm`) as a one-node job: the
+    same script, submission, wait and Ctrl-C as `dnnbench slurm --submit --wait`, its result in
+    the run's own folder (run.run_dir), where a local run's would be; the job's log is not shown
+    (the comparison prints a line per figure). Returns the result."""
+    o = step_options(run)
+    if shutil.which("sbatch") is None:
+        raise DnnbenchError("--slurm: sbatch is not on PATH (run it on a Slurm login node)")
+    assert run.run_dir is not None
+    try:   # a step measured again in its slot: the failed result there must not stand for this job's
+        fileio.remove_file(str(run.run_dir / "result.json"))
+    except OSError as exc:
+        raise DnnbenchError(f"cannot clear {run.run_dir / 'result.json'}: {exc.strerror or exc}") from None
+    text, run_dir, run_id = render(o)
+    script = run_dir / SCRIPT
+    try:
+        fileio.write_atomic_bytes(script, text.encode(), mode=0o755)
+    except OSError as exc:
+        raise DnnbenchError(f"cannot write {script}: {exc.strerror or exc}") from None
+    waited = _waited(o, script, run_dir, run_id, echo=False)
+    assert not isinstance(waited, int)
+    return waited[0]
+
+
+def step_options(run: run_mod.RunOptions) -> SlurmOptions:
+    """A comparison's run as `dnnbench slurm` options: one node, its GPUs (--gpus 0,1: two) or
+    CPU processes (--nproc), the placement given with --slurm, and what a local run of it gets
+    set: the caller's CPU threading settings (OpenMP's wait policy alone moves a CPU step 2x on
+    a busy node; checks.run_env) and --env."""
+    from dnnbench.runs import gpus as gpus_mod
+    from dnnbench.workloads.manifest import thread_env
+    place = run.slurm
+    assert place is not None
+    ids = gpus_mod.parse(run.gpus)
+    if ids == ["all"]:
+        raise DnnbenchError("--gpus all: under --slurm, name the GPUs a run asks Slurm for by count, "
+                            "e.g. --gpus 0 (one) or --gpus 0,1 (two)")
+    return SlurmOptions(
+        run=dataclasses.replace(run, slurm=None, env={}), nodes=1, gpus_per_node=len(ids or []),
+        nproc_per_node=None if ids else run.nproc, partition=place.partition, time=place.time,
+        account=place.account, cpus_per_task=place.cpus_per_task, sbatch_args=list(place.sbatch_args),
+        setup=list(place.setup), env=[f"{k}={v}" for k, v in {**thread_env(os.environ), **(run.env or {})}.items()],
+        submit=True, wait=True)
+
+
+def _waited(o: SlurmOptions, script: Path, run_dir: Path, run_id: str, echo: bool):
+    """Submit, follow until Slurm lets the job go (cancel it on Ctrl-C), finalize its result:
+    (result, outcome); with --each-node, the fleet check's exit code."""
+    from dnnbench.results.record import finalize
     from dnnbench.runs.interrupts import caught
     from dnnbench.runs.supervise import Outcome
 
@@ -306,7 +371,8 @@ def _submit_and_wait(o: SlurmOptions, script: Path, run_dir: Path, run_id: str) 
             if chunk:
                 for line in chunk.splitlines():
                     tail.append(line)
-                    err.print(line, markup=False, highlight=False, soft_wrap=True)
+                    if echo:
+                        err.print(line, markup=False, highlight=False, soft_wrap=True)
                 del tail[:-30]
             return bool(chunk)
         # Slurm's own answer decides the end, not sbatch --wait: sbatch may return when a start
@@ -333,8 +399,7 @@ def _submit_and_wait(o: SlurmOptions, script: Path, run_dir: Path, run_id: str) 
                         command=f"sbatch {script}", log_tail=tail,
                         host_extra={"slurm_job": job, "slurm_states": watch.states},
                         amend=lambda d: lost_nodes.amend(job, log, d))
-    show_outcome(run_dir, data)
-    return run_mod.documented_exit(outcome, data.get("status", "error"))
+    return data, outcome
 
 
 def _host_plan(o: SlurmOptions, run_id: str) -> dict:
