@@ -56,6 +56,8 @@ def under_load(args, refs: list[str]) -> None:
                                   "--rounds", str(args.rounds), *TINY], capture_output=True, text=True,
                                  env={"COLUMNS": "400", **__import__("os").environ})
             text = " ".join(res.stdout.split())
+            args.results.mkdir(parents=True, exist_ok=True)    # each try's words kept beside its runs
+            (args.results / f"{tag}-t{k + 1}.out").write_text(res.stdout + res.stderr)
             runs = re.search(r"in (\d+) runs", text)
             found = re.search(r"first slower: (\S+) \(", text)
             span = re.search(r"after (\S+), up to (\S+) \(", text)

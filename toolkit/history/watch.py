@@ -216,5 +216,5 @@ def _say(listed, v: Verdict) -> None:
     else:
         lines = [f"not confirmed: {b} against {a} is {v.verdict} in rounds ({v.pct}; suspected by {v.why})"
                  + (f"; {v.stuck}" if v.stuck else "")]
-    for line in lines:
-        out.print(Text(visible(line, one_line=True)), soft_wrap=True)
+    for line in lines:    # wrapped at the terminal's width between words, as bisect's verdict is
+        out.print(Text(visible(line, one_line=True)))
