@@ -175,7 +175,7 @@ def run(entry: Entry, suite_dir: Path, overrides: dict) -> Outcome:
     for v in slower:
         a, b = entry.releases[v.lo][0], entry.releases[v.hi][0]
         said.append(f"{b} (after {a}): {v.pct}" if not v.stuck else f"after {a}, up to {b}: {v.pct}")
-    return Outcome(entry, "slower", "; ".join(said))
+    return Outcome(entry, slower[0].verdict, "; ".join(said))    # the rule's own word (results/rounds.py)
 
 
 def show(outcomes: list[Outcome]) -> None:
