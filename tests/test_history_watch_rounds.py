@@ -23,14 +23,17 @@ from tests.test_rounds import Machine
 RELEASES = [f"img:r{i}" for i in range(1, 9)]
 
 
-def _stand_in(mp, machine: Machine, work: dict, fail_after: int | None = None):
+def _stand_in(mp, machine: Machine, work: dict, fail_after: int | None = None, broken: str | None = None):
     """measure() as a stand-in: a result written to the step's folder like a real run's (read
-    back when it is there), made by the machine; `fail_after` runs, an interrupted watch."""
+    back when it is there), made by the machine; `broken` ends in error; after `fail_after`
+    runs, an interrupted one."""
     def measure(step, base, template, dataset=None):
         result = step.run_dir / schema.RESULT_FILE
         if result.is_file():
             step.result, step.reused = json.loads(result.read_text()), True
         else:
+            if step.image == broken:
+                raise DnnbenchError(f"{broken}: the run ended error: no such release")
             if fail_after is not None and len(machine.runs) >= fail_after:
                 raise DnnbenchError(f"interrupted while measuring {step.image}", exit_code=130)
             data = machine.result(work[step.image], step.run_dir.name)

@@ -12,14 +12,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dnnbench.errors import DnnbenchError
-from dnnbench.results import numbers
-from dnnbench.runs import bisect as bisect_mod
 from dnnbench.runs import suite as suite_mod
 from dnnbench.runs.suite_schema import WATCH_KEYS
-from dnnbench.workloads import schema
 from tests.helpers import cli_inprocess, dnnbench, one_line_error
 from tests.releases import series
 from tests.test_bisect import GOOD, SLOW
+from tests.test_history_watch_rounds import _stand_in as _watch_stand_in
 from tests.test_rounds import Machine
 
 # --- the schema: every bad key or value is one line naming the file and the key's line ---------
@@ -150,28 +148,8 @@ BROKEN = "img:broken"
 
 
 def _stand_in(mp, machine: Machine, work: dict, fail_after: int | None = None):
-    """measure() as a stand-in: a result written to the step's folder like a real run's (read
-    back when it is there); BROKEN ends in error; after `fail_after` runs, an interrupted one."""
-    def measure(step, base, template, dataset=None):
-        result = step.run_dir / schema.RESULT_FILE
-        if result.is_file():
-            step.result, step.reused = json.loads(result.read_text()), True
-        else:
-            if step.image == BROKEN:
-                raise DnnbenchError(f"{BROKEN}: the run ended error: no such release")
-            if fail_after is not None and len(machine.runs) >= fail_after:
-                raise DnnbenchError(f"interrupted while measuring {step.image}", exit_code=130)
-            data = machine.result(work[step.image], step.run_dir.name)
-            data.update(workload="vae", options={"batch_size": 1}, run_id=step.run_dir.name, status="ok",
-                        started=f"2026-11-27T10:{len(machine.runs):02d}:00Z")
-            step.run_dir.mkdir(parents=True)
-            result.write_text(json.dumps(data))
-            step.result = data
-        step.headline = numbers.run_headline(step.result)
-        step.load = step.result["windows"][-1]["load1"]
-        return step
-    mp.setattr(bisect_mod, "measure", measure)
-    mp.setattr(bisect_mod, "_check_first", lambda *a: True)   # no engine: nothing to plan
+    """measure() as test_history_watch_rounds' stand-in, BROKEN ending in error."""
+    _watch_stand_in(mp, machine, work, fail_after, broken=BROKEN)
 
 
 WATCHED = """\
