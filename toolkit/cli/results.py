@@ -18,7 +18,7 @@ def report(
     fmt: str = typer.Option("table", "--format", "-f", help=f"{', '.join(list(FORMATS)[:-1])} or {list(FORMATS)[-1]}."),
     baseline: Optional[Path] = typer.Option(None, "--baseline", help="Targets: YAML/JSON {job: throughput}, or a results folder."),
     weight: List[str] = typer.Option([], "--weight", help="JOB=W (or WORKLOAD=W) weight in the score (repeatable)."),
-    tolerance: float = typer.Option(0.05, "--tolerance", callback=in_range(BY_NAME["tolerance"]), help="For plain targets: a job passes when the 99% interval over its runs lies above target x (1 - tolerance)."),
+    tolerance: float = typer.Option(BY_NAME["tolerance"].default, "--tolerance", callback=in_range(BY_NAME["tolerance"]), help="For plain targets: a job passes when the 99% interval over its runs lies above target x (1 - tolerance)."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write here instead of stdout."),
     plots: Optional[Path] = typer.Option(None, "--plots", help="Write PNG plots into this folder."),
     wide_csv: Optional[Path] = typer.Option(None, "--wide-csv", help="Also write a Lambda-style CSV (system x job)."),
@@ -40,7 +40,7 @@ def report(
 
 def compare(a: Path = typer.Argument(..., help="Results of machine/image A."),
             b: Path = typer.Argument(..., help="Results of machine/image B."),
-            tolerance: float = typer.Option(0.05, "--tolerance", callback=in_range(BY_NAME["tolerance"]), help="Same when the 99% interval of B/A over runs is within 1 +- this."),
+            tolerance: float = typer.Option(BY_NAME["tolerance"].default, "--tolerance", callback=in_range(BY_NAME["tolerance"]), help="Same when the 99% interval of B/A over runs is within 1 +- this."),
             strict: bool = typer.Option(False, "--strict", help="Fail (exit 2) when any result file is skipped."),
             wide: bool = typer.Option(False, "--wide", help=WIDE_HELP)):
     """Two result sets side by side, job by job: throughput (sum_items/sum_seconds) with its 95% CI,

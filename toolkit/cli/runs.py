@@ -232,7 +232,7 @@ IMAGES_PARAMS = {
                                            "(docker tags or .sif files).")),
     "bases": (Optional[str], typer.Option(None, "--bases", help="A range of catalog bases, e.g. "
                                           "ngc-24.01..ngc-25.06 (built when missing).")),
-    "tolerance": (float, typer.Option(0.05, "--tolerance", callback=in_range(BY_NAME["tolerance"]),
+    "tolerance": (float, typer.Option(BY_NAME["tolerance"].default, "--tolerance", callback=in_range(BY_NAME["tolerance"]),
                                       help="Same when the 95% CI of a ratio is within 1 +- this.")),
     **host_params("compare-images"),    # the same rows for bisect and watch (host_options.COMMANDS)
     "slurm": (bool, typer.Option(False, "--slurm", help="Run each step as a one-node Slurm job (as `dnnbench "
@@ -377,7 +377,7 @@ def suite_run(
 def reproduce(
     result: Path = typer.Argument(..., help="A result.json (or its run folder) to run again."),
     host: dict = INJECTED,
-    tolerance: float = typer.Option(0.05, "--tolerance", callback=in_range(BY_NAME["tolerance"]), help="Reproduced when the 99% interval of new/old over runs is within 1 +- this."),
+    tolerance: float = typer.Option(BY_NAME["tolerance"].default, "--tolerance", callback=in_range(BY_NAME["tolerance"]), help="Reproduced when the 99% interval of new/old over runs is within 1 +- this."),
     rounds: int = typer.Option(8, "--rounds", callback=in_range(BY_NAME["rounds"]),
                                help="The most runs of the new side (with --image and the original here: "
                                     "rounds of both, alternated); looked at from 3 on."),

@@ -12,7 +12,6 @@ from dnnbench.errors import DnnbenchError
 FOLDER = "watch"     # RESULTS/<suite>/watch/<entry name>/: the watch's --results and --run-id
 # the suite's `defaults:` a watch takes (a watch does not sweep, repeat, run a script or an image)
 FROM_DEFAULTS = ("workload", "batch_size", "amp", "options", "data", "gpus", "runtime")
-TOLERANCE = 0.05     # `dnnbench watch --tolerance`'s default
 
 
 @dataclass
@@ -67,6 +66,8 @@ def _entry(own: dict, defaults: dict, where) -> Entry:
     from dnnbench.runs.checks import check_options
     from dnnbench.runs.options import RunOptions
     from dnnbench.workloads import WORKLOADS
+    from dnnbench.workloads.options import BY_NAME
+    tolerance = own.get("tolerance", BY_NAME["tolerance"].default)   # `dnnbench watch --tolerance`'s default
     taken = {k: defaults[k] for k in FROM_DEFAULTS if defaults.get(k) is not None}
     spec = {**taken, **own, "options": {**taken.get("options", {}), **own.get("options", {})}}
     workload = spec.get("workload")
@@ -88,22 +89,23 @@ def _entry(own: dict, defaults: dict, where) -> Entry:
         raise DnnbenchError(f"{where('images' if images is not None else 'workload')}: a watch entry takes "
                             f"`images:` (in release order) or `bases:` (X..Y), one of the two")
     key = "images" if images is not None else "bases"
-    checks = ((key, lambda: bisect.image_list(members(images, "images:") if isinstance(images, str) else images,
-                                              bases)),
-              ("tolerance", lambda: bisect._template(RunOptions(workload=workload), spec.get("tolerance", TOLERANCE))),
+    releases: list = []
+    checks = ((key, lambda: releases.extend(bisect.image_list(images, bases))),
+              ("tolerance", lambda: bisect._template(RunOptions(workload=workload), tolerance)),
               ("options", lambda: check_options(RunOptions(workload=workload, batch_size=spec.get("batch_size"),
                                                            amp=spec.get("amp"), **spec["options"]))))
+    if isinstance(images, str):
+        try:
+            images = members(images, "images:")
+        except DnnbenchError as exc:
+            raise DnnbenchError(f"{where(key)}: {exc}") from None
     for at, check in checks:    # the watch's own checks, now rather than after the suite's jobs
         try:
             check()
         except DnnbenchError as exc:
             raise DnnbenchError(f"{where(at)}: {exc}") from None
-    if isinstance(images, str):
-        images = members(images, "images:")
-    releases = bisect.image_list(images, bases)
     return Entry(name=spec.get("name") or workload, workload=workload, images=images, bases=bases,
-                 releases=releases, every=spec.get("every") or 1, rounds=spec.get("rounds"),
-                 tolerance=spec.get("tolerance", TOLERANCE),
+                 releases=releases, every=spec.get("every") or 1, rounds=spec.get("rounds"), tolerance=tolerance,
                  spec={k: spec.get(k) for k in ("batch_size", "amp", "options", "data", "gpus", "runtime")})
 
 
