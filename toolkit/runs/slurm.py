@@ -247,15 +247,10 @@ def render(o: SlurmOptions, dry_run: bool = False) -> tuple[str, Path, str]:
 
 
 def slurm_command(o: SlurmOptions, dry_run: bool) -> int:
-    text, run_dir, run_id = render(o, dry_run)
     if dry_run:
-        out.print(text, markup=False, highlight=False, soft_wrap=True, end="")
+        out.print(render(o, dry_run)[0], markup=False, highlight=False, soft_wrap=True, end="")
         return 0
-    script = run_dir / SCRIPT
-    try:
-        fileio.write_atomic_bytes(script, text.encode(), mode=0o755)
-    except OSError as exc:
-        raise DnnbenchError(f"cannot write {script}: {exc.strerror or exc}") from None
+    script, run_dir, run_id = _written(o)
     if not o.submit:
         info(f"wrote {script}\nsubmit it with: sbatch {script}   (or pass --submit); "
              f"then `dnnbench report {run_dir}`")
@@ -268,6 +263,17 @@ def slurm_command(o: SlurmOptions, dry_run: bool) -> int:
              f"`dnnbench report {run_dir}`")
         return 0
     return _submit_and_wait(o, script, run_dir, run_id)
+
+
+def _written(o: SlurmOptions) -> tuple[Path, Path, str]:
+    """The job script rendered and written in its run folder: (script, run folder, run id)."""
+    text, run_dir, run_id = render(o)
+    script = run_dir / SCRIPT
+    try:
+        fileio.write_atomic_bytes(script, text.encode(), mode=0o755)
+    except OSError as exc:
+        raise DnnbenchError(f"cannot write {script}: {exc.strerror or exc}") from None
+    return script, run_dir, run_id
 
 
 def _sbatch(script: Path, *extra: str) -> str:
@@ -303,12 +309,7 @@ def step_job(run: run_mod.RunOptions) -> dict:
         fileio.remove_file(str(run.run_dir / "result.json"))
     except OSError as exc:
         raise DnnbenchError(f"cannot clear {run.run_dir / 'result.json'}: {exc.strerror or exc}") from None
-    text, run_dir, run_id = render(o)
-    script = run_dir / SCRIPT
-    try:
-        fileio.write_atomic_bytes(script, text.encode(), mode=0o755)
-    except OSError as exc:
-        raise DnnbenchError(f"cannot write {script}: {exc.strerror or exc}") from None
+    script, run_dir, run_id = _written(o)
     waited = _waited(o, script, run_dir, run_id, echo=False)
     assert not isinstance(waited, int)
     return waited[0]
