@@ -6,7 +6,7 @@ from pathlib import Path
 
 from dnnbench.errors import DnnbenchError
 
-REVISION = "r0003"     # the head of migrations/versions: bump with each new migration
+REVISION = "r0004"     # the head of migrations/versions: bump with each new migration
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 # PostgreSQL: one migrating client at a time (two machines starting at once)
 _LOCK_KEY = 4343

@@ -2,7 +2,7 @@
 shape changes only through a migration in migrations/versions (schema.REVISION names the head)."""
 from __future__ import annotations
 
-from sqlalchemy import Column, DateTime, Float, Index, Integer, MetaData, String, Table, Text
+from sqlalchemy import Boolean, Column, DateTime, Float, Index, Integer, MetaData, String, Table, Text
 
 metadata = MetaData()
 
@@ -22,6 +22,9 @@ results = Table(
     Column("started", DateTime), Column("throughput", Float), Column("ci_low", Float),
     Column("ci_high", Float), Column("unit", Text), Column("path", Text), Column("recorded", DateTime),
     Column("series_key", String(40)),     # facts.series_key: one GPU model and image (schema 3)
+    # schema 4: the host was busy during the run (kept out of peers/series/changes by default),
+    # the contention-corrected throughput and the share of the timed windows waiting for a CPU
+    Column("busy", Boolean), Column("corrected", Float), Column("contention", Float),
     Index("ix_results_job_started", "job_key", "started"),
     Index("ix_results_started", "started"),
     Index("ix_results_job_gpu", "job_key", "gpu"),
@@ -42,4 +45,21 @@ series = Table(
     Column("squares", Float, nullable=False), Column("first", DateTime), Column("last", DateTime),
     Column("ci_low", Float), Column("ci_high", Float),     # a one-result point's own CI
     Column("first_id", Integer),                            # the row whose facts the point shows
+)
+
+# A published figure (Lambda, MLPerf Training, milabench), imported by `dnnbench refs import`
+# (schema 4): never a result, never part of a job's series. `identity` makes import idempotent.
+reference_numbers = Table(
+    "reference_numbers", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("identity", String(64), nullable=False, unique=True),
+    Column("source", String(16), nullable=False), Column("file", Text), Column("version", Text),
+    Column("system", Text), Column("gpu", Text), Column("gpu_count", Integer),
+    Column("source_workload", Text),    # the workload as the source names it
+    Column("workload", Text),           # dnnbench's workload where one matches, else NULL
+    Column("precision", String(16)), Column("batch_size", Integer),
+    Column("value", Float, nullable=False), Column("unit", Text),   # items/s, or minutes to train
+    Column("spread_low", Float), Column("spread_high", Float),      # over the rows merged into it
+    Column("samples", Integer), Column("imported", DateTime),
+    Index("ix_reference_numbers_workload_gpu", "workload", "gpu"),
 )
