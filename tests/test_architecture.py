@@ -8,6 +8,8 @@ import ast
 import re
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = {"dnnbench": ROOT / "toolkit", "dnnbench.workloads": ROOT / "workloads"}
 
@@ -133,7 +135,7 @@ def test_the_registries_are_what_the_cli_offers():
     assert {o.name for o in options.HOST_OPTIONS} <= set(RunOptions.__dataclass_fields__)
 
 
-def test_a_new_profiler_is_one_object_in_the_table(tmp_path, monkeypatch):
+def test_a_new_profiler_is_one_object_in_the_table(tmp_path):
     """What one new module would add (a Profiler), put in the table: the launch plan, the run
     folder's summary and `profile show` take it up with no other change."""
     from dnnbench import profilers
@@ -146,15 +148,16 @@ def test_a_new_profiler_is_one_object_in_the_table(tmp_path, monkeypatch):
             f.attempt("fakeprof", lambda: {"lines": len((f.run_dir / "fake.txt").read_text().splitlines())})
     fake = Profiler("fakeprof", vendor=None, window="torch", wraps=False, read=read,
                     show=lambda key, summary, top: shown.append((key, summary)))
-    monkeypatch.setitem(profilers.PROFILERS, "fakeprof", fake)
-    assert launch.check_profile("fakeprof", None, None) == "fakeprof"
-    assert launch.profiled(["python3", "-m", "w"], "fakeprof", "python3", "/r") == \
-        ["python3", "-m", "w", "--profile-window", "torch"]
-    (tmp_path / "fake.txt").write_text("a\nb\n")
-    assert profilers.summarize(tmp_path) == {"fakeprof": {"lines": 2}}
-    from dnnbench.results import profile_tables
-    profile_tables._show(tmp_path, {"workload": "w", "status": "ok", "windows": []}, 5, False)
-    assert shown == [("fakeprof", {"lines": 2})]
+    with profilers.PROFILERS.added(fake):
+        assert launch.check_profile("fakeprof", None, None) == "fakeprof"
+        assert launch.profiled(["python3", "-m", "w"], "fakeprof", "python3", "/r") == \
+            ["python3", "-m", "w", "--profile-window", "torch"]
+        (tmp_path / "fake.txt").write_text("a\nb\n")
+        assert profilers.summarize(tmp_path) == {"fakeprof": {"lines": 2}}
+        from dnnbench.results import profile_tables
+        profile_tables._show(tmp_path, {"workload": "w", "status": "ok", "windows": []}, 5, False)
+        assert shown == [("fakeprof", {"lines": 2})]
+    assert "fakeprof" not in profilers.PROFILERS
 
 
 # Calls that open, read or write a file by path without the file layer (workloads/fileio.py:
@@ -294,7 +297,7 @@ def test_the_unpickler_check_finds_each_kind(tmp_path):
 # `dnnbench` itself (its __init__: the version, nothing imported) goes into images with workloads.
 LAYERS = (("dnnbench.workloads", "dnnbench"),
           ("dnnbench.errors", "dnnbench.console", "dnnbench.names", "dnnbench.locks", "dnnbench.external",
-           "dnnbench.yaml_files", "dnnbench.lists"),
+           "dnnbench.yaml_files", "dnnbench.lists", "dnnbench.registry"),
           ("dnnbench.containers", "dnnbench.datasets"), ("dnnbench.profilers",),
           ("dnnbench.results", "dnnbench.history", "dnnbench.refs", "dnnbench.exports"),   # a result is recorded where it is finalized
           ("dnnbench.runs", "dnnbench.history.watch"), ("dnnbench.cli", "dnnbench.__main__", "dnnbench.reframe"))
@@ -412,25 +415,26 @@ ENGINE = Fake()
 ENGINE_FILES = ("toolkit/containers/engines/<engine>.py", "toolkit/containers/engines/__init__.py")
 
 
-def _fake_engine(tmp_path, monkeypatch):
-    """The fake engine's module, imported, and its one line in the table."""
+@pytest.fixture
+def fake_engine(tmp_path, monkeypatch):
+    """The fake engine's module, imported, and its one line in the table (for the test's length)."""
     import importlib
 
     from dnnbench.containers import engines
     (tmp_path / "fake_engine.py").write_text(FAKE_ENGINE)
     monkeypatch.syspath_prepend(str(tmp_path))
     fake = importlib.import_module("fake_engine")
-    monkeypatch.setitem(engines.ENGINES, "fake", fake.ENGINE)
-    return fake.ENGINE
+    with engines.ENGINES.added(fake.ENGINE):
+        yield fake.ENGINE
 
 
-def test_a_new_engine_is_one_module_and_one_line_in_the_table(tmp_path, monkeypatch):
+def test_a_new_engine_is_one_module_and_one_line_in_the_table(tmp_path, fake_engine):
     """The fake engine, in the table: the plan, the dry run's line, a real run with its result
     and manifest, and reproduce's runtime check take it up with no other change."""
     from dnnbench.containers import engines
     from dnnbench.runs import launch, plan as plan_mod, reproduce
     from dnnbench.runs.options import RunOptions
-    fake = _fake_engine(tmp_path, monkeypatch)
+    fake = fake_engine
     assert engines.lookup("pretend") is fake and "fake" in engines.choices() and "pretend" in engines.choices()
     assert "fake (pretend)" in engines.spoken()
     opts = dict(workload="resnet18", runtime="pretend", results=tmp_path / "results", batch_size=2, number=1,
@@ -456,7 +460,7 @@ def test_the_cli_offers_a_new_engine_from_the_table(tmp_path):
     import sys
     (tmp_path / "fake_engine.py").write_text(FAKE_ENGINE)
     main = ("import fake_engine\nfrom dnnbench.containers import engines\n"
-            "engines.ENGINES['fake'] = fake_engine.ENGINE\nfrom dnnbench.cli import main\nmain()\n")
+            "engines.register(fake_engine.ENGINE)\nfrom dnnbench.cli import main\nmain()\n")
     res = subprocess.run([sys.executable, "-c", main, "run", "resnet18", "--runtime", "fake", "--dry-run",
                           "--results", str(tmp_path / "results")], capture_output=True, text=True, timeout=300,
                          env={**__import__("os").environ, "PYTHONPATH": str(tmp_path), "COLUMNS": "200"})

@@ -1,6 +1,6 @@
 """RunPlans and the command lines and engine calls they become."""
 from dnnbench.runs import plan as plan_mod
-from dnnbench.containers.engines import docker
+from dnnbench.containers.engines import common, docker
 
 
 def _plan(**kw):
@@ -64,11 +64,11 @@ def test_a_container_name_is_its_run_folders_own():
     folders with one run id get two names, the same folder the same name, in the docker line and
     in what the SDK creates."""
     a, b = _plan(run_dir="/res/a/r1"), _plan(run_dir="/res/b/r1")
-    assert plan_mod.container_name(a) != plan_mod.container_name(b)
-    assert plan_mod.container_name(a) == plan_mod.container_name(_plan(run_dir="/res/a/r1"))
-    assert plan_mod.container_name(a).startswith("dnnbench-r1-")
-    assert f"--name {plan_mod.container_name(a)} " in plan_mod.command_line(a)
-    assert docker.create_kwargs(a)["name"] == plan_mod.container_name(a)
+    assert common.container_name(a) != common.container_name(b)
+    assert common.container_name(a) == common.container_name(_plan(run_dir="/res/a/r1"))
+    assert common.container_name(a).startswith("dnnbench-r1-")
+    assert f"--name {common.container_name(a)} " in plan_mod.command_line(a)
+    assert docker.create_kwargs(a)["name"] == common.container_name(a)
 
 
 def test_the_callers_thread_settings_reach_a_docker_run(tmp_path):
@@ -98,11 +98,11 @@ def test_every_runtime_name_reaches_its_engine():
     """A plan's runtime is an engine's name; `--runtime` takes its aliases too, and every engine
     draws its own line (the host one with no image in it)."""
     from dnnbench.containers.engines import ENGINES, named
-    from dnnbench.runs.options import RUNTIME_ALIASES, RUNTIMES
-    assert set(RUNTIMES) == set(RUNTIME_ALIASES) and set(RUNTIME_ALIASES.values()) == set(ENGINES)
+    from dnnbench.runs.options import RUNTIMES
+    assert set(RUNTIMES) == {n for e in ENGINES.values() for n in e.names}
     for name in RUNTIMES:
         engine = named(name)
-        assert engine.name == RUNTIME_ALIASES[name]
+        assert name in engine.names
         line = plan_mod.command_line(_plan(runtime=engine.name, image=None if not engine.contained else "/x.sif"))
         assert "-m dnnbench.workloads resnet50" in line
         assert ("/x.sif" in line) == engine.contained

@@ -148,7 +148,7 @@ def test_apptainer_runs_ignore_user_site_packages(ngc_sif, tmp_path):
     from dnnbench.containers.engines import apptainer
     plan = plan_mod.RunPlan(runtime="singularity", workload="x", run_id="x", run_dir=str(tmp_path),
                             image=str(ngc_sif), argv=["python", "-c", "import site; print(site.ENABLE_USER_SITE)"])
-    res = subprocess.run(plan_mod.apptainer_command(plan, apptainer.binary()), capture_output=True, text=True,
+    res = subprocess.run(apptainer.apptainer_command(plan, apptainer.binary()), capture_output=True, text=True,
                          timeout=300)
     assert res.returncode == 0, res.stderr
     assert res.stdout.splitlines()[-1] == "False"
@@ -161,7 +161,7 @@ def test_slurm_step_keeps_the_gpus_slurm_assigned(slurm_cluster, ngc_sif, tmp_pa
     show = ["python", "-c", "import os; print(os.environ.get('CUDA_VISIBLE_DEVICES'))"]
     plan = plan_mod.RunPlan(runtime="singularity", workload="x", run_id="x", run_dir=str(tmp_path),
                             image=str(ngc_sif), argv=show, gpus=["all"], accelerator="none")
-    inner = plan_mod.apptainer_command(plan, apptainer.binary())
+    inner = apptainer.apptainer_command(plan, apptainer.binary())
     srun = ["srun", "--nodes=1", "--ntasks=1", "--export=ALL,CUDA_VISIBLE_DEVICES=2", f"--chdir={tmp_path}"]
 
     def last_line(argv):
@@ -169,7 +169,7 @@ def test_slurm_step_keeps_the_gpus_slurm_assigned(slurm_cluster, ngc_sif, tmp_pa
         assert res.returncode == 0, res.stderr
         return res.stdout.splitlines()[-1]
     assert last_line(inner) == "None"                     # what --cleanenv alone does to a step
-    assert last_line(plan_mod.slurm_step(inner)) == "2"
+    assert last_line(apptainer.slurm_step(inner)) == "2"
 
 
 # --- ROCm: no entrypoint, PyTorch in a conda-style environment ------------------------------

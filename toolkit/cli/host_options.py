@@ -16,6 +16,7 @@ import typer
 
 from dnnbench.cli.harness_options import choice, in_range, plain
 from dnnbench.containers.engines import choices
+from dnnbench.registry import Registry
 from dnnbench.runs.options import RUNTIMES
 from dnnbench.workloads.options import BY_NAME
 
@@ -71,7 +72,7 @@ class HostOption:
     check: Optional[Callable] = None   # value -> value; refuses (DnnbenchError) as it is parsed
 
 
-OPTIONS = {o.name: o for o in (
+OPTIONS: Registry[HostOption] = Registry("host option", (
     HostOption("data", ("--data", "-d"), Optional[Path], None,
                "Dataset folder (mounted read-only at /data). Default: synthetic data."),
     HostOption("gpus", ("--gpus", "-g"), Optional[str], None,
@@ -93,7 +94,7 @@ OPTIONS = {o.name: o for o in (
     HostOption("dry_run", ("--dry-run",), bool, False, "Print the plan and the equivalent command line; run nothing."),
     HostOption("quiet", ("--quiet", "-q"), bool, False, "Do not echo the run's output (it still goes to log.txt)."),
     HostOption("env", ("--env", "-e"), List[str], [], ENV_HELP, _env),
-)}
+), names=lambda o: (o.name, *o.flags))
 
 
 SAME: Any = object()   # a command's default that is the row's (`...`: the option is required)

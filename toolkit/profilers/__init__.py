@@ -7,9 +7,10 @@ from pathlib import Path
 
 from . import ncu, nsys, nvprof, rocprof, torch_trace
 from .common import Profiler, RunFolder
+from dnnbench.registry import Registry
 
-PROFILERS: dict[str, Profiler] = {p.name: p for p in (ncu.PROFILER, nsys.PROFILER, torch_trace.PROFILER,
-                                                      nvprof.PROFILER, rocprof.PROFILER)}
+PROFILERS: Registry[Profiler] = Registry("profiler", (ncu.PROFILER, nsys.PROFILER, torch_trace.PROFILER,
+                                                     nvprof.PROFILER, rocprof.PROFILER))
 NAMES = tuple(PROFILERS)
 
 

@@ -14,7 +14,7 @@ import re
 
 from dnnbench.console import unprintable
 from dnnbench.errors import DnnbenchError
-from dnnbench.runs.plan import STEP_DEVICES
+from dnnbench.containers.engines.apptainer import STEP_DEVICES
 
 RENDEZVOUS = ("WORLD_SIZE", "RANK", "LOCAL_RANK", "GROUP_RANK", "ROLE_RANK", "LOCAL_WORLD_SIZE",
               "ROLE_WORLD_SIZE", "GROUP_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "TORCH_NCCL_ASYNC_ERROR_HANDLING")

@@ -4,10 +4,13 @@ checks, the module and argv it runs in the container (`module_args`, which every
 wraps in its own launcher), what else it mounts, where it starts, whether a placement may
 requeue and resume it, and how its result is recognized. `plan` is the one block of image, run
 folder, mounts and environment every placement's RunPlan comes from (`build_plan`: a local
-run; runs/slurm.py: an sbatch job's steps); a new kind is one class and one line of KINDS.
-Nothing outside this module decides by kind (tests/test_architecture.py)."""
+run; runs/slurm.py: an sbatch job's steps); a new kind is one class (a JobKind: what it must
+say is abstract, so a kind that lacks one fails when it is made) and one line of KINDS, which
+refuses a name taken twice. Nothing outside this module decides by kind
+(tests/test_architecture.py)."""
 from __future__ import annotations
 
+import abc
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
@@ -15,7 +18,8 @@ from typing import Optional
 from dnnbench import names
 from dnnbench.containers.engines import named
 from dnnbench.errors import DnnbenchError
-from dnnbench.runs import checks, gpus as gpus_mod
+from dnnbench.registry import Registry
+from dnnbench.runs import checks, gpus as gpus_mod, read_back as read_back_mod
 from dnnbench.runs import plan as plan_mod
 from dnnbench.runs.manifest import host_manifest
 from dnnbench.runs.options import RunOptions
@@ -55,7 +59,63 @@ def where(engine, data: Optional[Path], run_dir: Path) -> Where:
                  (plan_mod.DATA_DIR if contained else str(data)) if data else None, run_dir)
 
 
-class Benchmark:
+class JobKind(abc.ABC):
+    """What every placement asks of a kind of job. `name` is what KINDS and results call it;
+    `workdir` where it starts in a container; `requeues`: a placement with a time limit may
+    requeue it; `resumes`: an interrupted run continues rather than runs again."""
+    name: str
+    workdir: str
+    requeues: bool
+    resumes: bool
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        missing = [a for a in ("name", "workdir", "requeues", "resumes") if not hasattr(cls, a)]
+        if missing:
+            raise TypeError(f"job kind {cls.__name__} does not say its {', '.join(missing)}")
+
+    @abc.abstractmethod
+    def check(self, opts: RunOptions, job: Optional[dict]) -> Checked:
+        """Every check of the kind's options, before anything is written."""
+
+    @abc.abstractmethod
+    def check_spread(self, flag: str) -> None:
+        """Refuse a placement's --scaling or --each-node the kind cannot take."""
+
+    @abc.abstractmethod
+    def profile(self, opts: RunOptions, gpu_ids, img) -> Optional[str]:
+        """The profiler the run is launched under, or None."""
+
+    @abc.abstractmethod
+    def module_args(self, opts: RunOptions, job: Optional[dict], checked: Checked, *, run_id: str, where: Where,
+                    device: str, resume_word: Optional[str] = None) -> list[str]:
+        """`-m MODULE ...`: what follows the Python (or the launcher a placement puts in front)."""
+
+    @abc.abstractmethod
+    def job(self, block: Optional[dict], resume: bool) -> Optional[dict]:
+        """The kind's own options (a suite job's block of them) as its plan takes them."""
+
+    @abc.abstractmethod
+    def made(self, data: dict) -> bool:
+        """Whether a result was made by this kind (reproduce reads it back so)."""
+
+    @property
+    @abc.abstractmethod
+    def read_back(self):
+        """How reproduce reads the kind's result back into a job (a runs.reproduce.ReadBack)."""
+
+    def env(self, where: Where) -> dict:
+        return {}
+
+    def mounts(self, opts: RunOptions, job: Optional[dict], checked: Checked) -> list:
+        return []
+
+    def manifest(self, checked: Checked) -> dict:
+        """What the kind adds to the run's manifest (what reproduce needs to run it again)."""
+        return {}
+
+
+class Benchmark(JobKind):
     """`dnnbench run WORKLOAD`: a workload's timed windows (dnnbench.workloads)."""
     name = "run"
     workdir = plan_mod.WORKDIR
@@ -88,22 +148,14 @@ class Benchmark:
             opts, data_in=where.data_in, results_in=where.results_in, run_id=run_id, device=device)
 
     def job(self, block: Optional[dict], resume: bool) -> Optional[dict]:
-        """The kind's own options (a suite job's block of them) as its plan takes them."""
         return None
 
-    def env(self, where: Where) -> dict:
-        return {}
-
-    def mounts(self, opts: RunOptions, job: Optional[dict], checked: Checked) -> list:
-        return []
-
-    def manifest(self, checked: Checked) -> dict:
-        """What the kind adds to the run's manifest (what reproduce needs to run it again)."""
-        return {}
-
     def made(self, data: dict) -> bool:
-        """Whether a result was made by this kind (reproduce reads it back so)."""
         return not isinstance(data.get("script"), dict) and not isinstance(data.get("training"), dict)
+
+    @property
+    def read_back(self):
+        return read_back_mod.BENCHMARK_READ_BACK
 
 
 class Training(Benchmark):
@@ -159,8 +211,12 @@ class Training(Benchmark):
     def made(self, data: dict) -> bool:
         return not isinstance(data.get("script"), dict) and isinstance(data.get("training"), dict)
 
+    @property
+    def read_back(self):
+        return read_back_mod.TRAINING_READ_BACK
 
-class Script:
+
+class Script(JobKind):
     """`dnnbench run --script PATH`: the user's script under the instrumentation
     (dnnbench.workloads.instrument), in its own folder mounted read-only."""
     name = "script"
@@ -205,8 +261,12 @@ class Script:
     def made(self, data: dict) -> bool:
         return isinstance(data.get("script"), dict)
 
+    @property
+    def read_back(self):
+        return read_back_mod.SCRIPT_READ_BACK
 
-KINDS = {k.name: k for k in (Benchmark(), Training(), Script())}
+
+KINDS: Registry[JobKind] = Registry("job kind", (Benchmark(), Training(), Script()))
 
 
 def of_job(script, train: Optional[dict] = None):

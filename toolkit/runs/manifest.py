@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import dnnbench
-from dnnbench.containers.engines import apptainer, docker, lookup
+from dnnbench.containers.engines import lookup
 
 
 def git_commit() -> dict | None:
@@ -25,12 +25,6 @@ def git_commit() -> dict | None:
     except (OSError, subprocess.TimeoutExpired):
         return None
     return {"commit": head.stdout.strip(), "dirty": bool(dirty.stdout.strip())}
-
-
-# each engine says what names its image exactly (containers/engines); these names stay for callers
-docker_digest = docker.digest
-sif_digest = apptainer.sif_digest
-_digest_cache = apptainer._digest_cache
 
 
 def host_manifest(runtime: str, image: str | None, base: str | None, data: Path | None) -> dict:

@@ -7,11 +7,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from dnnbench.containers.engines import DEFAULT, ENGINES, choices
+from dnnbench.containers.engines import DEFAULT, choices
 from dnnbench.workloads.options import HOST_OPTIONS
 
 RUNTIMES = choices()     # every name --runtime takes, read from the engines' table
-RUNTIME_ALIASES = {name: e.name for e in ENGINES.values() for name in e.names}
 
 
 @dataclass(frozen=True)

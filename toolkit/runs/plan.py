@@ -9,12 +9,11 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from dnnbench.containers.engines import ENGINES, Engine, apptainer, common, docker, host_engine, named
+from dnnbench.containers.engines import Engine, common, named
 
 DATA_DIR = "/data"          # the dataset, read-only, at a path workloads can rely on
 RESULTS_DIR = "/results"    # the run's folder, read-write
 WORKDIR = "/workspace"
-RUNTIMES = tuple(ENGINES)
 
 
 @dataclass
@@ -70,21 +69,6 @@ class RunPlan:
         write_atomic(str(path), self.to_dict())
 
 
-# What each engine makes of a plan lives in its module (dnnbench.containers.engines); these
-# names stay for the callers that import them from here.
-STEP_DEVICES = apptainer.STEP_DEVICES
-chain = common.chain
-container_name = common.container_name
-pinned = common.pinned
-docker_command = docker.docker_command
-apptainer_env = apptainer.apptainer_env
-apptainer_bind = apptainer.apptainer_bind
-apptainer_command = apptainer.apptainer_command
-env_arg = apptainer.env_arg
-slurm_step = apptainer.slurm_step
-host_env = host_engine.host_env
-
-
 def engine_of(plan: RunPlan) -> Engine:
     """The engine a plan runs on (one line when its runtime names none)."""
     return named(plan.runtime)
@@ -99,5 +83,5 @@ def describe(plan: RunPlan) -> str:
     """The plan as JSON, with the whole chain that runs in the container spelled out."""
     data = plan.to_dict()
     if engine_of(plan).contained:
-        data["runs"] = chain(plan)
+        data["runs"] = common.chain(plan)
     return json.dumps(data, indent=2)

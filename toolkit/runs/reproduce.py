@@ -8,30 +8,14 @@ one line when its SHA-256 is no longer the recorded one (unless allowed)."""
 from __future__ import annotations
 
 from pathlib import Path
-from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from dnnbench.containers.engines import Engine, lookup, spoken
 from dnnbench.errors import DnnbenchError
 from dnnbench.runs import environment
+from dnnbench.runs.read_back import ReadBack, text_or_none
 from dnnbench.workloads import schema
-from dnnbench.workloads.options import BY_NAME, HOST_OPTIONS
-from dnnbench.workloads.options import argv as harness_argv
-
-# result options that are not flags to pass again (set by the host, or derived by the harness)
-NOT_PASSED = {"data", "synthetic", "timed_iterations", "weight_decay"}   # weight_decay: the workload's own
-# a training result's options that the host sets, not the user (or facts the run derived)
-TRAIN_SET_BY_HOST = {"data", "results", "run_id", "device", "resume", "help"}
-# a script result's options: the instrumentation's, each with what it must be
-SCRIPT_OPTIONS = {"warmup": "a whole number", "number": "a whole number", "repeat": "a whole number",
-                  "items_per_step": "a whole number or null", "run_to_end": "true or false"}
-
-
-def _script_option_ok(name: str, value: Any) -> bool:
-    if name == "run_to_end":
-        return isinstance(value, bool)
-    whole = isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 2**31
-    return whole or (value is None and name == "items_per_step")
+from dnnbench.workloads.options import HOST_OPTIONS
 
 
 def load(path: Path) -> tuple[Path, dict]:
@@ -53,10 +37,6 @@ def load(path: Path) -> tuple[Path, dict]:
     return file, data
 
 
-def _text(value) -> bool:
-    return value is None or isinstance(value, str)
-
-
 def problems(data: dict) -> list[str]:
     """Everything in a result that `reproduce` would pass on and cannot, checked as a whole
     before anything runs: the fields it reads (types), the options against the harness table and
@@ -71,9 +51,9 @@ def problems(data: dict) -> list[str]:
         manifest = {}
     mhost = manifest.get("host") or {}
     for where, block, keys in (("host", host, ("runtime", "image")), ("manifest.host", mhost, ("data",))):
-        out += [f"{where}.{k} must be text, not {block.get(k)!r:.40}" for k in keys if not _text(block.get(k))]
+        out += [f"{where}.{k} must be text, not {block.get(k)!r:.40}" for k in keys if not text_or_none(block.get(k))]
     image = mhost.get("image") or {}
-    if not isinstance(image, dict) or not all(_text(image.get(k)) for k in ("id", "sha256")):
+    if not isinstance(image, dict) or not all(text_or_none(image.get(k)) for k in ("id", "sha256")):
         out.append("manifest.host.image must be an object of text id and sha256")
     gpus = host.get("gpus")
     if gpus is not None:
@@ -100,109 +80,7 @@ def problems(data: dict) -> list[str]:
         why = "must be " + ("true or false" if o.kind is bool else "text") if wrong else o.problem(value)
         if why:
             out.append(f"options.{o.name} {value!r:.40}: {why}")
-    return out + _READ_BACK[_kind(data)].problems(data, opts, out)
-
-
-def _script_problems(data: dict, opts: dict) -> list[str]:
-    """A script result: its timing options, the script's path, SHA-256 and arguments."""
-    out = [f"options.{k} {opts[k]!r:.40}: must be {what}" for k, what in SCRIPT_OPTIONS.items()
-           if k in opts and not _script_option_ok(k, opts[k])]
-    unknown = sorted(k for k in opts if k not in SCRIPT_OPTIONS)
-    if unknown:
-        out.append(f"options {', '.join(map(repr, unknown))}: not an option of a script run")
-    script = data["script"]
-    if not isinstance(script.get("path"), str) or not script["path"]:
-        out.append("script.path must be the script's path as text")
-    args = script.get("argv")
-    if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
-        out.append("script.argv must be a list of text")
-    digest = _recorded_sha256(data)
-    if not (isinstance(digest, str) and len(digest) == 64 and all(c in "0123456789abcdef" for c in digest)):
-        out.append("the result records no SHA-256 of its script (manifest.script.sha256)")
-    mhost = (data.get("manifest") or {}).get("host") or {}
-    if not _text(mhost.get("script")):
-        out.append(f"manifest.host.script must be text, not {mhost.get('script')!r:.40}")
-    return out
-
-
-def _recorded_sha256(data: dict) -> Any:
-    manifest = data.get("manifest")
-    script = manifest.get("script") if isinstance(manifest, dict) else None
-    return (script.get("sha256") if isinstance(script, dict) else None) or data["script"].get("sha256")
-
-
-def _training_problems(workload: str, opts: dict) -> list[str]:
-    """A training result's options as `train`'s own parser reads them (the workload's included)."""
-    from dnnbench.workloads import load
-    from dnnbench.workloads.train import parser_for
-    parser = parser_for(load(workload))
-    parser.allow_abbrev = False
-
-    def refuse(message):
-        raise DnnbenchError(message)
-    parser.error = refuse
-    try:
-        parser.parse_args(["--data", "."] + train_argv(workload, opts))
-    except DnnbenchError as exc:
-        return [f"options: {exc}"]
-    return []
-
-
-def _train_dests(workload: str) -> set:
-    from dnnbench.workloads import load
-    from dnnbench.workloads.train import parser_for
-    return {a.dest for a in parser_for(load(workload))._actions} - TRAIN_SET_BY_HOST
-
-
-def train_argv(workload: str, opts: dict) -> list[str]:
-    """The options `train` took (its own, the shared harness ones, the workload's), as flags; what
-    the run derived and recorded beside them (the task's facts) is not passed."""
-    known = _train_dests(workload)
-    return workload_args({k: v for k, v in opts.items() if k in known}, passed_harness=True)
-
-
-def train_options(workload: str, opts: dict) -> tuple[dict, list[str]]:
-    """(the training options `train_plan` takes, the workload's own flags after them)."""
-    from dnnbench.workloads.train import SHARED, TRAIN_OPTIONS
-    own = {o.name for o in TRAIN_OPTIONS}
-    known = _train_dests(workload) - own - set(SHARED)
-    return ({name: opts.get(name) for name in own if name != "resume"},
-            workload_args({k: v for k, v in opts.items() if k in known}))
-
-
-def _workload_problems(workload: str, opts: dict) -> list[str]:
-    """The options as the workload's own argparse parser reads them (the container's, built
-    here from the same code): an unknown name or a bad value, as words rather than its exit."""
-    from dnnbench.workloads import load
-    from dnnbench.workloads.harness import parser_for
-    parser = parser_for(load(workload))
-    parser.allow_abbrev = False         # `batch` is not --batch-size: a name is known exactly or not
-    known = {a.dest for a in parser._actions} | set(BY_NAME) | NOT_PASSED
-    unknown = sorted(k for k in opts if k not in known)
-    if unknown:
-        return [f"options {', '.join(map(repr, unknown))}: not an option of {workload} or the harness"]
-
-    def refuse(message):
-        raise DnnbenchError(message)
-    parser.error = refuse
-    harness = {o.name: opts.get(o.name) for o in HOST_OPTIONS}
-    try:
-        parser.parse_args(harness_argv(harness) + workload_args(opts))
-    except DnnbenchError as exc:
-        return [f"options: {exc}"]
-    return []
-
-
-def workload_args(options: dict, passed_harness: bool = False) -> list[str]:
-    """The workload's own options (after `--`), from what the result recorded (with the harness's
-    too when `passed_harness`)."""
-    out = []
-    for key, value in sorted(options.items()):
-        if (key in BY_NAME and not passed_harness) or key in NOT_PASSED or value is None or value is False:
-            continue
-        flag = "--" + key.replace("_", "-")
-        out += [flag] if value is True else [flag, str(value)]
-    return out
+    return out + _read_back(data).problems(data, opts, out)
 
 
 def _image(data: dict, engine: Engine, override: str | None) -> str | None:
@@ -227,7 +105,7 @@ def options_for(data: dict, *, runtime: str | None, image: str | None, results: 
     ran_on = lookup(host.get("runtime"))
     opts = data.get("options") or {}
     manifest_host = (data.get("manifest") or {}).get("host") or {}
-    read_back = _READ_BACK[_kind(data)]
+    read_back = _read_back(data)
     dataset = read_back.dataset(data, opts, data_dir or manifest_host.get("data"), ran_on)
     gpus = host.get("gpus")
     world = int(data.get("world_size") or 1)
@@ -242,34 +120,6 @@ def options_for(data: dict, *, runtime: str | None, image: str | None, results: 
         run_id=run_id, quiet=quiet, extra=extra,
         env={**environment.from_file(host.get("env") or {}, env or {}, "the result's env", where),
              **(env or {})}, **harness), **more})
-
-
-def _script_file(data: dict, allow_changed: bool) -> Path:
-    """The script to run again: where the host found it (the result's own path on the host
-    runtime), refused when its SHA-256 is no longer the recorded one unless `allow_changed`."""
-    import hashlib
-
-    from dnnbench.workloads import fileio
-    path = ((data.get("manifest") or {}).get("host") or {}).get("script") or data["script"]["path"]
-    if not fileio.is_regular(path):
-        raise DnnbenchError(f"the result's script {path} is not here: {fileio.kind_at(path)}")
-    now = hashlib.sha256(fileio.read_bytes(path, max_bytes=64 * 2**20)).hexdigest()
-    if now != _recorded_sha256(data) and not allow_changed:
-        raise DnnbenchError(f"{path} changed since the result was made (its SHA-256 differs): pass "
-                            f"--allow-changed-script to run it anyway")
-    return Path(path)
-
-
-def _script_args(data: dict, manifest_host: dict) -> list[str]:
-    """The script's arguments as it got them, the dataset's path in them put back as `{data}`
-    (the new run puts its own there)."""
-    from dnnbench.runs import plan as plan_mod, script as script_mod
-    args = list(data["script"].get("argv") or [])
-    if not manifest_host.get("data"):
-        return args
-    ran_on = lookup((data.get("host") or {}).get("runtime"))
-    was = manifest_host["data"] if ran_on is not None and not ran_on.contained else plan_mod.DATA_DIR
-    return [script_mod.DATA_TOKEN if a == was else a for a in args]
 
 
 def _warn_host_versions(data: dict) -> None:
@@ -289,62 +139,13 @@ def _warn_host_versions(data: dict) -> None:
 def plan_for(data: dict, opts):
     """The plan that runs a result's job again: `train`'s for a training result, else `run`'s."""
     from dnnbench.runs import kinds
-    return kinds.build_plan(kinds.of_result(data), opts, _READ_BACK[_kind(data)].job(data))
+    return kinds.build_plan(kinds.of_result(data), opts, _read_back(data).job(data))
 
 
-def _kind(data: dict) -> str:
-    """The name of the job kind that made the result (runs/kinds.py)."""
+def _read_back(data: dict) -> ReadBack:
+    """How the job kind that made the result reads it back (runs/kinds.py)."""
     from dnnbench.runs import kinds
-    return kinds.of_result(data).name
-
-
-def _workload_problems_of(check):
-    """A workload's or training's options, checked by its parser when the workload is known and
-    nothing else was found wrong first."""
-    from dnnbench.workloads import WORKLOADS
-
-    def problems(data: dict, opts: dict, found: list) -> list[str]:
-        return [] if found or data.get("workload") not in WORKLOADS else check(data["workload"], opts)
-    return problems
-
-
-def _dataset(data: dict, opts: dict, here, ran_on) -> str | None:
-    """Where a workload's or training's dataset is here (None: synthetic)."""
-    if data.get("synthetic", opts.get("data") is None):
-        return None
-    dataset = here or (opts.get("data") if ran_on and not ran_on.contained else None)
-    if dataset is None:
-        raise DnnbenchError("the result does not say where its dataset was on this host: pass --data")
-    return dataset
-
-
-def _script_own(data: dict, opts: dict, manifest_host: dict, allow_changed: bool) -> tuple[list[str], dict]:
-    return _script_args(data, manifest_host), dict(
-        workload=None, script=_script_file(data, allow_changed), items_per_step=opts.get("items_per_step"),
-        run_to_end=bool(opts.get("run_to_end")), unit=str(data.get("unit") or "items/s").rsplit("/s", 1)[0] or None)
-
-
-@dataclass(frozen=True)
-class ReadBack:
-    """How a result of one job kind is read back to run again: what in its options may be wrong,
-    where its dataset is here, its run's own options (the arguments after `--`, and the fields
-    beside the harness ones), and its kind's block of options for the plan."""
-    problems: Callable[[dict, dict, list], list[str]]
-    dataset: Callable[[dict, dict, Any, Any], Any]
-    own: Callable[[dict, dict, dict, bool], tuple[list[str], dict]]
-    job: Callable[[dict], dict | None] = lambda data: None
-
-
-_READ_BACK = {   # by the name of the kind in runs/kinds.py's KINDS
-    "run": ReadBack(_workload_problems_of(lambda workload, opts: _workload_problems(workload, opts)), _dataset,
-                    lambda data, opts, mhost, allow: (workload_args(opts), {})),
-    "train": ReadBack(_workload_problems_of(lambda workload, opts: _training_problems(workload, opts)), _dataset,
-                      lambda data, opts, mhost, allow: (train_options(data["workload"], opts)[1], {}),
-                      lambda data: train_options(data["workload"], data["options"])[0]),
-    # a script reads the dataset it was given, if any
-    "script": ReadBack(lambda data, opts, found: _script_problems(data, opts), lambda data, opts, here, ran_on: here,
-                       _script_own),
-}
+    return kinds.of_result(data).read_back
 
 
 def reproduce_command(result: Path, *, runtime: str | None, image: str | None, results: Path,

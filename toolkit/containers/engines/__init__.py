@@ -6,14 +6,21 @@ from __future__ import annotations
 
 from dnnbench.containers.engines import apptainer_engine, docker_engine, host_engine
 from dnnbench.containers.engines.common import Engine
+from dnnbench.registry import Registry
 
-ENGINES: dict[str, Engine] = {e.name: e for e in (docker_engine.ENGINE, apptainer_engine.ENGINE, host_engine.ENGINE)}
+ENGINES: Registry[Engine] = Registry("engine", (docker_engine.ENGINE, apptainer_engine.ENGINE, host_engine.ENGINE),
+                                     names=lambda e: e.names)
 DEFAULT = "docker"
+
+
+def register(engine: Engine) -> Engine:
+    """Add an engine (a module's ENGINE); refused when its name or an alias is taken already."""
+    return ENGINES.register(engine)
 
 
 def lookup(name: str | None) -> Engine | None:
     """The engine `name` (or one of its aliases) is, or None."""
-    return next((e for e in ENGINES.values() if name in e.names), None)
+    return ENGINES.lookup(name)
 
 
 def named(name: str) -> Engine:

@@ -4,6 +4,7 @@ its names, whether it can run here, the run's image and its digest, the job, the
 can paste. Nothing outside this package compares runtime names."""
 from __future__ import annotations
 
+import abc
 import hashlib
 from typing import Iterator, Mapping, Protocol, Sequence
 
@@ -112,9 +113,11 @@ def why_chosen(image: str | None, base: str | None, only: str) -> str:
     return only
 
 
-class Engine:
+class Engine(abc.ABC):
     """One runtime: a module in this package defines one (`ENGINE = ...`) and ENGINES lists it.
-    The defaults are a container engine's that runs a .sif-like file with no settings of its own."""
+    The defaults are a container engine's that runs a .sif-like file with no settings of its own.
+    What every engine must say is abstract (an engine lacking one cannot be made); what a Slurm
+    engine must add is checked when its class is defined."""
     name: str = ""                    # what plans and results record (`--runtime NAME`)
     aliases: tuple[str, ...] = ()     # other names `--runtime` takes for it
     contained = True                  # runs in an image: /data, /results mounted, the base's entrypoint first
@@ -123,13 +126,22 @@ class Engine:
     env_defaults: Mapping[str, str] = {}   # what the run's environment gets unless given
     sees_machine = True               # the run's hostname is the machine's (under docker: the container's id)
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if not isinstance(cls.name, str) or not cls.name:
+            raise TypeError(f"engine {cls.__name__}: `name` must be its --runtime name")
+        if cls.slurm:
+            missing = [m for m in ("slurm_image", "slurm_step") if getattr(cls, m) is getattr(Engine, m)]
+            if missing:
+                raise TypeError(f"engine {cls.name!r} says slurm = True but defines no {' or '.join(missing)}")
+
     @property
     def names(self) -> tuple[str, ...]:
         return (self.name, *self.aliases)
 
+    @abc.abstractmethod
     def available(self) -> str | None:
         """The engine's version, or None when it cannot run here."""
-        return None
 
     def preflight(self) -> None:
         """Raise EngineUnavailable (one line, the hint to act on) when it cannot run here now."""
@@ -137,21 +149,22 @@ class Engine:
     def check_ref(self, image: str) -> None:
         """Refuse an --image this engine could never take, before anything else is looked up."""
 
+    @abc.abstractmethod
     def resolve(self, image: str | None, base: str | None, build: bool | None) -> RunImage:
         """The run's image and its facts (its labels), built first when missing and allowed."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def planned(self, image: str | None, base: str | None) -> RunImage:
         """For --dry-run: the image a run would take, without building or running anything."""
-        raise NotImplementedError
 
     def why(self, image: str | None, base: str | None) -> str:
         """How the one image rule picked the run's image, in words for its header."""
         return why_chosen(image, base, ONLY_SIF)
 
     def slurm_image(self, image: str | None, base: str | None, dry_run: bool) -> RunImage:
-        """The image a Slurm job's nodes run (a file on the shared filesystem)."""
-        raise NotImplementedError
+        """The image a Slurm job's nodes run (a file on the shared filesystem); an engine with
+        `slurm = True` defines it (checked when its class is defined)."""
+        raise NotImplementedError(f"{self.name} runs no Slurm step")
 
     def has_image(self, ref: str) -> bool | None:
         """Whether the image is here now (None: this engine cannot tell, or needs none)."""
@@ -174,18 +187,18 @@ class Engine:
     def check_mounts(self, mounts: Sequence[Mounted]) -> None:
         """Refuse now a mount the engine cannot make, before anything is written."""
 
+    @abc.abstractmethod
     def job(self, plan: Plan, environ: dict | None = None) -> tuple[Job, str]:
         """The job that runs the plan, and the line that does the same by hand. environ: the
         caller's environment, for an engine that inherits_env."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def command_line(self, plan: Plan, exe: str | None = None) -> str:
         """The shell line a user could paste to do the same by hand."""
-        raise NotImplementedError
 
     def slurm_step(self, plan: Plan) -> list[str]:
-        """The plan's argv as what srun starts on each node."""
-        raise NotImplementedError
+        """The plan's argv as what srun starts on each node (an engine with `slurm = True`)."""
+        raise NotImplementedError(f"{self.name} runs no Slurm step")
 
 
 def chain(plan: Plan) -> list[str]:

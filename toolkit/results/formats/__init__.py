@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from .base import Format, View
 from . import csv_format, html, json_format, markdown, terminal
+from dnnbench.registry import Registry
 
-FORMATS = {f.name: f for f in (terminal.FORMAT, csv_format.FORMAT, markdown.FORMAT, json_format.FORMAT,
-                               html.FORMAT)}
+FORMATS: Registry[Format] = Registry("report format", (terminal.FORMAT, csv_format.FORMAT, markdown.FORMAT,
+                                                      json_format.FORMAT, html.FORMAT))
 
 
 
