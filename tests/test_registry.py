@@ -12,8 +12,9 @@ def _registries():
     from dnnbench.profilers import PROFILERS
     from dnnbench.results.formats import FORMATS
     from dnnbench.runs.kinds import KINDS
+    from dnnbench.runs.schedulers import SCHEDULERS
     return {"engine": ENGINES, "job kind": KINDS, "profiler": PROFILERS, "report format": FORMATS,
-            "host option": OPTIONS}
+            "host option": OPTIONS, "scheduler": SCHEDULERS}
 
 
 @pytest.mark.parametrize("what", sorted(_registries()))
@@ -89,3 +90,60 @@ def test_every_kind_reads_its_own_results_back():
         assert of_result(data) is KINDS[name]
     assert {k.read_back for k in KINDS.values()} == {reproduce.BENCHMARK_READ_BACK, reproduce.TRAINING_READ_BACK,
                                                      reproduce.SCRIPT_READ_BACK}
+
+
+def test_a_second_scheduler_is_one_module_behind_the_interface():
+    """What a placement asks of a scheduler, answered by a stand-in queue: the follow, the two
+    looks and the cancel are the interface's, not Slurm's."""
+    from dnnbench.runs.schedulers import Scheduler, Watch
+
+    class Queue(Scheduler):
+        name, script, submit_command = "queue", "job.sh", "true"
+        live = frozenset({"QUEUED", "RUNNING"})
+        answers = ["QUEUED", "RUNNING", "DONE", "DONE"]
+        sent: list = []
+
+        def submit(self, script):
+            return "1"
+
+        def submit_waiting(self, script):
+            raise NotImplementedError
+
+        def state(self, job):
+            return self.answers.pop(0) if self.answers else ""
+
+        def signal(self, job, name):
+            self.sent.append(name)
+
+        def cancel(self, job):
+            self.sent.append("cancel")
+
+        def exit_code(self, job, fallback):
+            return 0
+
+        def shown_by(self, job):
+            return f"`queue show {job}`"
+
+    class Never:
+        count = 0
+
+        def sleep(self, seconds):
+            pass
+
+    class Waiter:
+        def poll(self):
+            return None
+    q = Queue()
+    q.look_s = q.look_late_s = 0
+    watch = Watch(q, "1", Waiter(), Never(), 0.0)
+    assert [watch.ended() for _ in range(3)] == [False, False, True]
+    assert watch.states == ["QUEUED", "RUNNING", "DONE"]
+    q.answers = ["RUNNING", "", ""]
+    q.cancel_grace = 0.0
+    q.stop_job("1", Never(), lambda: None)
+    assert q.sent[0] == "INT"
+
+    class Half(Scheduler):
+        name, script, submit_command, live = "half", "j", "true", frozenset()
+    with pytest.raises(TypeError, match="abstract"):
+        Half()

@@ -10,7 +10,10 @@ import time
 import pytest
 from hypothesis import given, strategies as st
 
-from dnnbench.runs import launch, slurm
+from dnnbench.runs import launch
+from dnnbench.runs.schedulers import SCHEDULERS, Watch
+
+SLURM = SCHEDULERS["slurm"]
 from dnnbench.runs.supervise import Outcome
 
 # each line: "rc|stdout|stderr", one per squeue call; the last repeats
@@ -48,7 +51,7 @@ def _watch(done=True):
     proc = subprocess.Popen([sys.executable, "-c", "" if done else "import time; time.sleep(60)"])
     if done:
         proc.wait()
-    return slurm._Watch("7", proc, Never(), time.monotonic())
+    return Watch(SLURM, "7", proc, Never(), time.monotonic())
 
 
 @pytest.mark.parametrize("answers", [
@@ -60,7 +63,7 @@ def _watch(done=True):
 def test_a_job_slurm_still_holds_is_followed(squeue, answers):
     squeue(*answers)
     watch = _watch()
-    assert [watch.ended(), watch.ended()] == [False, False]   # the second within LOOK_S: not asked
+    assert [watch.ended(), watch.ended()] == [False, False]   # the second within look_s: not asked
 
 
 @pytest.mark.parametrize("answers", [
@@ -74,7 +77,7 @@ def test_a_job_that_ended_twice_over_is_let_go(squeue, answers):
 
 
 def test_the_states_seen_are_kept_in_order(squeue, monkeypatch):
-    monkeypatch.setattr(slurm, "LOOK_S", 0)
+    monkeypatch.setattr(SLURM, "look_s", 0)
     squeue("0|PENDING|", "0|RUNNING|", "0|RUNNING|", "0|REQUEUED|", "0|PENDING|", "0|RUNNING|", "0|COMPLETED|",
            "0|COMPLETED|")
     watch = _watch()
@@ -84,8 +87,8 @@ def test_the_states_seen_are_kept_in_order(squeue, monkeypatch):
 
 def test_a_silent_slurmctld_is_asked_for_a_bounded_time(squeue, monkeypatch):
     squeue("1||slurm_load_jobs error: Unable to contact slurm controller")
-    monkeypatch.setattr(slurm, "SLURM_S", 0.5)
-    monkeypatch.setattr(slurm, "LOOK_S", 0)
+    monkeypatch.setattr(SLURM, "answer_s", 0.5)
+    monkeypatch.setattr(SLURM, "look_s", 0)
     waiting, done = _watch(done=False), _watch()
     deadline = time.monotonic() + 2
     while time.monotonic() < deadline:
@@ -93,7 +96,7 @@ def test_a_silent_slurmctld_is_asked_for_a_bounded_time(squeue, monkeypatch):
         if done.ended():
             break
     else:
-        pytest.fail("a silent slurmctld was asked for longer than SLURM_S after sbatch returned")
+        pytest.fail("a silent slurmctld was asked for longer than answer_s after sbatch returned")
     waiting.proc.kill()
 
 
@@ -104,7 +107,7 @@ def test_the_exit_code_is_slurms_and_sbatchs_when_slurm_has_none(tmp_path, monke
     exe.write_text(f"#!/bin/sh\necho 'JobId=7 JobState=COMPLETED {line} RunTime=00:01:00'\n")
     exe.chmod(0o755)
     monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
-    assert slurm._exit_code("7", 5) == code
+    assert SLURM.exit_code("7", 5) == code
 
 
 @given(raw=st.integers(0, 255), status=st.sampled_from(["ok", "error", "nan", "oom", "interrupted"]),
@@ -122,6 +125,6 @@ def test_the_command_exits_with_a_documented_code_whatever_slurm_recorded(raw, s
 
 def test_the_wait_after_a_cancel_takes_the_same_two_looks(squeue):
     squeue("0||", "0|RUNNING|")      # one look missed it: the job still runs, so it is not over
-    assert slurm._job_ended("7", Never()) is False
+    assert SLURM.ended("7", Never()) is False
     squeue("0|CANCELLED|")
-    assert slurm._job_ended("7", Never()) is True
+    assert SLURM.ended("7", Never()) is True

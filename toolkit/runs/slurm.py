@@ -9,22 +9,22 @@ import dataclasses
 import os
 import re
 import shlex
-import shutil
-import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dnnbench import __version__, external, names
+from dnnbench import __version__, names
 from dnnbench.containers.engines import Engine, lookup, spoken
 from dnnbench.runs import checks, environment, kinds, lost_nodes
 from dnnbench.runs.manifest import host_manifest
+from dnnbench.runs.schedulers import SCHEDULERS, Watch
 from dnnbench.runs import launch as run_mod
 from dnnbench.console import err, info, out, unprintable
 from dnnbench.errors import DnnbenchError
 from dnnbench.workloads import fileio
 
-SCRIPT = "job.sbatch"
+SLURM = SCHEDULERS["slurm"]   # the scheduler this placement submits to (runs/schedulers)
+SCRIPT = SLURM.script
 # fullmatch everywhere: `$` also matches before a trailing newline, which would end an #SBATCH line
 _TIME = re.compile(r"\d+|\d+:\d{2}|\d+:\d{2}:\d{2}|\d+-\d+|\d+-\d+:\d{2}|\d+-\d+:\d{2}:\d{2}")
 _NAME = re.compile(r"[A-Za-z0-9_.,+-]+")
@@ -255,10 +255,10 @@ def slurm_command(o: SlurmOptions, dry_run: bool) -> int:
         info(f"wrote {script}\nsubmit it with: sbatch {script}   (or pass --submit); "
              f"then `dnnbench report {run_dir}`")
         return 0
-    if shutil.which("sbatch") is None:
+    if not SLURM.available():
         raise DnnbenchError(f"sbatch is not on PATH: {script} is written; submit it from a Slurm login node")
     if not o.wait:
-        job = _sbatch(script)
+        job = SLURM.submit(script)
         info(f"submitted job {job}: {script}\nlog: {run_dir}/slurm-{job}.out; when it ends: "
              f"`dnnbench report {run_dir}`")
         return 0
@@ -274,13 +274,6 @@ def _written(o: SlurmOptions) -> tuple[Path, Path, str]:
     except OSError as exc:
         raise DnnbenchError(f"cannot write {script}: {exc.strerror or exc}") from None
     return script, run_dir, run_id
-
-
-def _sbatch(script: Path, *extra: str) -> str:
-    res = external.call(["sbatch", "--parsable", *extra, str(script)], what="sbatch", timeout=SLURM_S)
-    if res.returncode != 0:
-        raise DnnbenchError(f"sbatch refused {script}: {(res.stderr or res.stdout).strip()}")
-    return res.stdout.strip().split(";")[0]
 
 
 def _submit_and_wait(o: SlurmOptions, script: Path, run_dir: Path, run_id: str) -> int:
@@ -302,7 +295,7 @@ def step_job(run: run_mod.RunOptions) -> dict:
     the run's own folder (run.run_dir), where a local run's would be; the job's log is not shown
     (the comparison prints a line per figure). Returns the result."""
     o = step_options(run)
-    if shutil.which("sbatch") is None:
+    if not SLURM.available():
         raise DnnbenchError("--slurm: sbatch is not on PATH (run it on a Slurm login node)")
     assert run.run_dir is not None
     try:   # a step measured again in its slot: the failed result there must not stand for this job's
@@ -345,14 +338,7 @@ def _waited(o: SlurmOptions, script: Path, run_dir: Path, run_id: str, echo: boo
 
     started = time.monotonic()
     with caught() as stop:   # signals counted from here, so none lands between submit and cancel
-        # its own session: a terminal's Ctrl-C reaches dnnbench alone, which cancels the job
-        proc = subprocess.Popen(["sbatch", "--parsable", "--wait", str(script)], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, start_new_session=True)
-        assert proc.stdout is not None and proc.stderr is not None   # both PIPEs
-        job = (proc.stdout.readline() or "").strip().split(";")[0]
-        if not job.isdigit():
-            proc.wait()
-            raise DnnbenchError(f"sbatch refused {script}: {(proc.stderr.read() or job).strip()}")
+        job, proc = SLURM.submit_waiting(script)
         info(f"job {job} submitted; waiting for it (Ctrl-C cancels it)")
         log = run_dir / f"slurm-{job}.out"
         pos, ended, tail = 0, "exited", []
@@ -379,20 +365,20 @@ def _waited(o: SlurmOptions, script: Path, run_dir: Path, run_id: str, echo: boo
         # Slurm's own answer decides the end, not sbatch --wait: sbatch may return when a start
         # ends in a requeue (slurm --train at its time limit), and it polls at 2, 8, then 32 s,
         # so a one-minute job would wait up to half a minute more
-        watch = _Watch(job, proc, stop, started)
+        watch = Watch(SLURM, job, proc, stop, started)
         while not stop.count and not watch.ended():
             follow()
             stop.sleep(1.0)
         if stop.count:
             ended = "interrupted"
-            _cancel(job, stop, follow)
+            SLURM.stop_job(job, stop, follow)
         if proc.poll() is None:
             proc.kill()                 # a waiter only: Slurm has let the job go (or was told to)
             proc.wait()
         for _ in range(64):      # the rest of the log, a bounded piece at a time
             if not follow():
                 break
-        code = _exit_code(job, proc.returncode) if ended == "exited" else 130
+        code = SLURM.exit_code(job, proc.returncode) if ended == "exited" else 130
         outcome = Outcome(code, ended, time.monotonic() - started)
         if o.each_node:
             return _each_node_outcome(o, run_dir, run_id, job, outcome, tail, script)
@@ -445,119 +431,3 @@ def _each_node_outcome(o: SlurmOptions, run_dir: Path, run_id: str, job: str, ou
 
 
 FOLLOW_BYTES = 1 << 20   # the most of the job's log shown per poll (a second)
-SLURM_S = 60          # seconds sbatch, squeue or scancel may take before slurmctld counts as wedged
-LOOK_S, LOOK_LATE_S = 2.0, 15.0   # how often squeue is asked whether a job has ended
-CANCEL_GRACE = 30.0   # seconds the job has after SIGINT to write its partial result
-
-
-def _scancel(*args: str) -> None:
-    try:
-        external.call(["scancel", *args], what="scancel", timeout=SLURM_S)
-    except DnnbenchError as exc:
-        info(str(exc))
-
-
-# states of a job Slurm has not let go: a requeued one passes through REQUEUED, which squeue
-# leaves out of its default listing (hence --states=all)
-_LIVE = {"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED",
-         "SUSPENDED", "RESIZING", "SIGNALING", "STAGE_OUT"}
-
-
-def _job_state(job: str) -> str | None:
-    """The job's state as squeue lists it ("" once it is not listed); None when slurmctld did
-    not answer."""
-    try:
-        res = external.call(["squeue", "-h", "-j", job, "--states=all", "-o", "%T"], what="squeue",
-                            timeout=SLURM_S)
-    except DnnbenchError:
-        return None
-    if res.returncode != 0:   # "Invalid job id": purged; anything else (a busy slurmctld): no answer
-        return "" if "invalid job id" in res.stderr.lower() else None
-    states = res.stdout.split()
-    return states[0] if states else ""
-
-
-def _let_go(job: str, stop, seen=lambda state: state) -> bool | None:
-    """True: Slurm has let the job go (ended, or no longer listed), seen by two looks two
-    seconds apart (a requeue passes through states a single look can miss); False: Slurm still
-    holds it; None: slurmctld did not answer."""
-    state = seen(_job_state(job))
-    if state is None or state in _LIVE:
-        return None if state is None else False
-    stop.sleep(2.0)
-    state = seen(_job_state(job))
-    return None if state is None else state not in _LIVE
-
-
-class _Watch:
-    """Whether Slurm has let a submitted job go, asked every LOOK_S (every LOOK_LATE_S after the
-    first five minutes: a day-long job asks squeue a few thousand times, not 86,400); the states
-    seen, in order, go into the result. A slurmctld that does not answer is asked again; once
-    sbatch --wait has returned too, for SLURM_S at most."""
-
-    def __init__(self, job: str, proc: subprocess.Popen, stop, started: float):
-        self.job, self.proc, self.stop, self.started = job, proc, stop, started
-        self.states: list[str] = []
-        self._next = 0.0
-        self._silent: float | None = None
-
-    def _seen(self, state: str | None) -> str | None:
-        if state and (not self.states or self.states[-1] != state):
-            self.states.append(state)
-        return state
-
-    def ended(self) -> bool:
-        now = time.monotonic()
-        if now < self._next:
-            return False
-        self._next = now + (LOOK_S if now - self.started < 300 else LOOK_LATE_S)
-        gone = _let_go(self.job, self.stop, self._seen)
-        if gone is not None:
-            self._silent = None
-            return gone
-        if self._silent is None:
-            self._silent = now
-        return self.proc.poll() is not None and now - self._silent >= SLURM_S
-
-
-def _exit_code(job: str, fallback: int | None) -> int:
-    """The job's exit code as Slurm recorded it (ExitCode=code:signal); sbatch --wait's when
-    Slurm no longer has the job."""
-    code, _, sig = lost_nodes.job_fields(job).get("ExitCode", "").partition(":")
-    if code.isdigit() and sig.isdigit():
-        return 128 + int(sig) if int(sig) else int(code)
-    return fallback if fallback is not None else 1
-
-
-def _job_ended(job: str, stop) -> bool:
-    """Let go by Slurm; not when slurmctld did not answer: the caller asks again, within its
-    own bound."""
-    return _let_go(job, stop) is True
-
-
-def _wait_for_end(job: str, seconds: float, stop, seen: int, follow) -> bool:
-    """True once the job has left the queue; False after `seconds` or at one more signal."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        follow()
-        if _job_ended(job, stop):
-            return True
-        if stop.count > seen:
-            return False
-        stop.sleep(0.5)
-    return _job_ended(job, stop)
-
-
-def _cancel(job: str, stop, follow) -> None:
-    """SIGINT to every step of the job; scancel it if it has not ended within the grace (or at
-    the next Ctrl-C); then wait, bounded, until Slurm has let it go."""
-    seen = stop.count
-    info(f"interrupted: SIGINT sent to job {job}, which has {CANCEL_GRACE:.0f}s to write its result "
-         f"(Ctrl-C again cancels it now)")
-    _scancel("--signal=INT", "--full", job)
-    if _wait_for_end(job, CANCEL_GRACE, stop, seen, follow):
-        return
-    info(f"cancelling job {job}")
-    _scancel(job)
-    if not _wait_for_end(job, 120.0, stop, stop.count, follow):
-        info(f"job {job} is still in the queue after scancel: `squeue -j {job}` shows it")
