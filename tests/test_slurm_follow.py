@@ -12,9 +12,9 @@ from hypothesis import given, strategies as st
 
 from dnnbench.runs import launch
 from dnnbench.runs.schedulers import SCHEDULERS, Watch
+from dnnbench.runs.supervise import Outcome
 
 SLURM = SCHEDULERS["slurm"]
-from dnnbench.runs.supervise import Outcome
 
 # each line: "rc|stdout|stderr", one per squeue call; the last repeats
 SQUEUE = """#!/bin/sh
