@@ -14,7 +14,8 @@ def finalize(run_dir: Path, *, plan: dict, outcome, command: str, log_tail: list
              host_extra: dict | None = None, amend=None) -> dict:
     """The run's result.json, written by the harness or, when it could not (the container never
     started, was killed, timed out), by us; with the host's view of the run added (plus
-    `host_extra`), and `amend(data)` applied last, so the file is written once; then recorded in the history."""
+    `host_extra`), and `amend(data)` applied last, so the file is written once. The caller records
+    it in the history (runs.launch.finalize_recorded), which sits above results."""
     path = run_dir / schema.RESULT_FILE
     data = None
     if path.exists():
@@ -69,9 +70,6 @@ def finalize(run_dir: Path, *, plan: dict, outcome, command: str, log_tail: list
         amend(data)
     data["verdict"] = verdict.judge(data)   # again here: the host adds the profile's GPU-busy share
     schema.write_atomic(str(path), data)
-    if not plan.get("copy_of"):   # a suite's parallel copy is recorded in its combined result
-        from dnnbench.history.record import record
-        record(path, data)    # never raises: a store problem is one warning line
     return data
 
 

@@ -25,6 +25,19 @@ if TYPE_CHECKING:
     from dnnbench.runs.supervise import Outcome
 
 
+def finalize_recorded(run_dir: Path, *, plan: dict, **kwargs) -> dict:
+    """The run's result, finalized (results.record.finalize), then recorded in the history (a
+    store problem is one warning line, never an exception); a suite's parallel copy is recorded
+    in its combined result instead."""
+    from dnnbench.history.record import record
+    from dnnbench.results.record import finalize
+    data = finalize(run_dir, plan=plan, **kwargs)
+    if not plan.get("copy_of"):
+        from dnnbench.workloads import schema
+        record(run_dir / schema.RESULT_FILE, data)
+    return data
+
+
 def build_plan(opts: RunOptions, resume: bool = False) -> plan_mod.RunPlan:
     """Every check, then the plan of a benchmark or a script run (runs/kinds.py)."""
     from dnnbench.runs import kinds
@@ -78,7 +91,6 @@ def execute(plan: plan_mod.RunPlan, *, quiet: bool = False):
 
 
 def _supervised(plan, job, command, owned, stop, quiet):
-    from dnnbench.results.record import finalize
     from dnnbench.runs.claim import why
     from dnnbench.runs.supervise import Outcome, supervise
 
@@ -106,7 +118,7 @@ def _supervised(plan, job, command, owned, stop, quiet):
         """finalize; when the disk is full, give up the reserve, say so at the end of the log,
         and write the result in the space that frees."""
         def write() -> dict:
-            return finalize(run_dir, plan=plan.to_dict(), outcome=outcome, command=command,
+            return finalize_recorded(run_dir, plan=plan.to_dict(), outcome=outcome, command=command,
                             log_tail=list(tail), amend=amend)
         if not outcome.log_full:
             try:

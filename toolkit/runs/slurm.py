@@ -332,7 +332,6 @@ def step_options(run: run_mod.RunOptions) -> SlurmOptions:
 def _waited(o: SlurmOptions, script: Path, run_dir: Path, run_id: str, echo: bool):
     """Submit, follow until Slurm lets the job go (cancel it on Ctrl-C), finalize its result:
     (result, outcome); with --each-node, the fleet check's exit code."""
-    from dnnbench.results.record import finalize
     from dnnbench.runs.interrupts import caught
     from dnnbench.runs.supervise import Outcome
 
@@ -382,7 +381,7 @@ def _waited(o: SlurmOptions, script: Path, run_dir: Path, run_id: str, echo: boo
         outcome = Outcome(code, ended, time.monotonic() - started)
         if o.each_node:
             return _each_node_outcome(o, run_dir, run_id, job, outcome, tail, script)
-        data = finalize(run_dir, plan=_host_plan(o, run_id), outcome=outcome,
+        data = run_mod.finalize_recorded(run_dir, plan=_host_plan(o, run_id), outcome=outcome,
                         command=f"sbatch {script}", log_tail=tail,
                         host_extra={"slurm_job": job, "slurm_states": watch.states},
                         amend=lambda d: lost_nodes.amend(job, log, d))
@@ -400,13 +399,12 @@ def _each_node_outcome(o: SlurmOptions, run_dir: Path, run_id: str, job: str, ou
     """--each-node: every node's result gets the host's view (a node that wrote none gets an
     error result), then the fleet table; exit 1 when a node failed or is slow."""
     from dnnbench.results import report
-    from dnnbench.results.record import finalize
     nodes = list(lost_nodes.nodes_of(job)) or sorted(
         p.name for p in run_dir.iterdir() if fileio.is_real_dir(p) and p.name != "reference")
     failed = []
     for node in nodes:
         fileio.make_dirs(run_dir / node, root=run_dir)
-        data = finalize(run_dir / node, plan=_host_plan(o, f"{run_id}-{node}"), outcome=outcome, command=f"sbatch {script}", log_tail=tail,
+        data = run_mod.finalize_recorded(run_dir / node, plan=_host_plan(o, f"{run_id}-{node}"), outcome=outcome, command=f"sbatch {script}", log_tail=tail,
                         host_extra={"slurm_job": job, "node": node})
         if data.get("status") != "ok":
             failed.append(f"{node} ({data.get('status')}: {str(data.get('message') or '')[:200]})")
