@@ -1,0 +1,41 @@
+"""The reference is written by the code: what is committed under docs/reference/ is what
+`python -m dnnbench.cli.reference` writes now (every command, option and table), and the docs
+site builds with MkDocs in strict mode (a broken link or a page left out fails it)."""
+import subprocess
+import sys
+
+from tests.helpers import ROOT
+
+
+def test_the_committed_reference_is_what_the_code_writes(tmp_path):
+    from dnnbench.cli import reference
+    written = reference.write(tmp_path)
+    assert {p.name for p in written} == {p.name for p in (ROOT / "docs" / "reference").glob("*.md")}
+    stale = [p.name for p in written if p.read_text() != (ROOT / "docs" / "reference" / p.name).read_text()]
+    assert not stale, (f"docs/reference/{', '.join(stale)} differ from what the code writes: run "
+                       "`python -m dnnbench.cli.reference docs/reference` and commit the result")
+
+
+def test_every_command_and_table_entry_is_in_the_reference():
+    import typer
+
+    from dnnbench.cli import app, reference
+    from dnnbench.containers.engines import ENGINES
+    from dnnbench.runs.kinds import KINDS
+    from dnnbench.workloads import WORKLOADS
+    cli = (ROOT / "docs" / "reference" / "cli.md").read_text()
+    for path, cmd in reference._commands(typer.main.get_command(app), "dnnbench"):
+        assert f"## `{path}`" in cli
+        for p in cmd.params:
+            if p.param_type_name == "option" and not getattr(p, "hidden", False):
+                assert f"`{p.opts[0]}`" in cli
+    tables = (ROOT / "docs" / "reference" / "tables.md").read_text()
+    for name in [*ENGINES, *KINDS, *WORKLOADS]:
+        assert f"| `{name}` |" in tables
+
+
+def test_the_docs_site_builds_strict(tmp_path):
+    res = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-f", str(ROOT / "mkdocs.yml"),
+                          "-d", str(tmp_path / "site")], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert (tmp_path / "site" / "reference" / "cli" / "index.html").is_file()

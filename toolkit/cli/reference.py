@@ -1,0 +1,145 @@
+"""The reference, written by the code: every command and option from the CLI itself (typer's
+click tree), and the tables the code already keeps (engines, job kinds, schedulers, profilers,
+report formats, workloads, harness and host options, the result schema) as Markdown pages under
+docs/reference/. `python -m dnnbench.cli.reference DIR` writes them; the tests check that what
+is committed is what this writes, and MkDocs builds the site from them (strict)."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+
+def _cell(text) -> str:
+    """One Markdown table cell: one line, pipes escaped."""
+    return " ".join(str(text if text is not None else "").split()).replace("|", "\\|")
+
+
+def _table(head: list[str], rows: list[list]) -> str:
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def _default(param) -> str:
+    d = param.default
+    if callable(d) or d is None or d == () or d == [] or getattr(param, "is_flag", False) and d is False:
+        return ""
+    return f"`{d}`"
+
+
+def _commands(group, prefix: str):
+    """(path, command) for every command under the group, depth first, sorted by name."""
+    for name in sorted(group.commands):
+        cmd = group.commands[name]
+        if getattr(cmd, "hidden", False):
+            continue
+        path = f"{prefix} {name}"
+        if hasattr(cmd, "commands"):
+            yield path, cmd
+            yield from _commands(cmd, path)
+        else:
+            yield path, cmd
+
+
+def cli_page() -> str:
+    import typer
+
+    from dnnbench.cli import app
+    root = typer.main.get_command(app)
+    out = ["# Command reference\n",
+           "Written by `python -m dnnbench.cli.reference` from the command line itself: each command's "
+           "`--help`, as tables. Exit codes and what each command prints are in its help text.\n"]
+    for path, cmd in _commands(root, "dnnbench"):
+        out.append(f"## `{path}`\n")
+        if cmd.help:
+            out.append(cmd.help.strip().replace("\b\n", "") + "\n")
+        if hasattr(cmd, "commands"):
+            subs = [[f"`{path} {n}`", (c.short_help or (c.help or "").split("\n\n")[0])]
+                    for n, c in sorted(cmd.commands.items()) if not getattr(c, "hidden", False)]
+            out.append(_table(["command", "what it does"], subs))
+            continue
+        args = [p for p in cmd.params if p.param_type_name == "argument"]
+        if args:
+            out.append(_table(["argument", "meaning"], [[f"`{(a.name or '').upper()}`", a.help] for a in args]))
+        opts = [p for p in cmd.params if p.param_type_name == "option" and not getattr(p, "hidden", False)]
+        if opts:
+            out.append(_table(["option", "default", "meaning"],
+                              [[", ".join(f"`{o}`" for o in (*p.opts, *p.secondary_opts)), _default(p), p.help]
+                               for p in opts]))
+    return "\n".join(out)
+
+
+def tables_page() -> str:
+    from dnnbench.cli.host_options import OPTIONS
+    from dnnbench.containers.engines import ENGINES
+    from dnnbench.profilers import PROFILERS
+    from dnnbench.results.formats import FORMATS
+    from dnnbench.runs.kinds import KINDS
+    from dnnbench.runs.schedulers import SCHEDULERS
+    from dnnbench.workloads import WORKLOADS
+    from dnnbench.workloads.options import HARNESS_OPTIONS
+    out = ["# Tables\n", "The extension points and option tables, written from the code "
+           "(`python -m dnnbench.cli.reference`). Adding an entry to one of these tables is how "
+           "dnnbench grows; each table refuses a name or alias taken twice.\n"]
+    out += ["## Engines (`--runtime`)\n", _table(
+        ["engine", "aliases", "runs in an image", "Slurm steps", "what it is"],
+        [[f"`{e.name}`", ", ".join(e.aliases), "yes" if e.contained else "no", "yes" if e.slurm else "no",
+          (type(e).__doc__ or "").strip().split("\n\n")[0]] for e in ENGINES.values()])]
+    out += ["## Job kinds\n", _table(
+        ["kind", "requeued by a scheduler", "resumes", "what it is"],
+        [[f"`{k.name}`", "yes" if k.requeues else "no", "yes" if k.resumes else "no",
+          (type(k).__doc__ or "").strip().split("\n\n")[0]] for k in KINDS.values()])]
+    out += ["## Schedulers\n", _table(
+        ["scheduler", "job script", "submits with"],
+        [[f"`{s.name}`", f"`{s.script}`", f"`{s.submit_command}`"] for s in SCHEDULERS.values()])]
+    out += ["## Profilers (`--profile`)\n", _table(
+        ["profiler", "vendor", "timed window"],
+        [[f"`{p.name}`", p.vendor or "any", p.window] for p in PROFILERS.values()])]
+    out += ["## Report formats (`report --format`)\n", _table(
+        ["format"], [[f"`{f.name}`"] for f in FORMATS.values()])]
+    out += ["## Workloads\n", _table(
+        ["workload", "data", "unit", "parameters (M)", "follows"],
+        [[f"`{n}`", s.data_kind or "synthetic", s.unit, f"{s.params_m:.1f}", s.reference]
+         for n, s in WORKLOADS.items()])]
+    out += ["## Harness options (`run`, suites, the container's argv)\n", _table(
+        ["option", "default", "meaning"],
+        [[f"`--{o.name.replace('_', '-')}`", "" if o.default is None else f"`{o.default}`", o.short]
+         for o in HARNESS_OPTIONS if o.host])]
+    out += ["## Host options (every command that runs a job)\n", _table(
+        ["option", "default", "meaning"],
+        [[", ".join(f"`{f}`" for f in o.flags), "" if o.default in (None, [], False) else f"`{o.default}`", o.help]
+         for o in OPTIONS.values()])]
+    return "\n".join(out)
+
+
+def schema_page() -> str:
+    from dnnbench.workloads import schema
+    data = json.loads((Path(schema.__file__).parent / "result.schema.json").read_text())
+    required = set(data.get("required") or [])
+    rows = []
+    for name, spec in sorted((data.get("properties") or {}).items()):
+        kind = spec.get("type") or ("object" if "$ref" in spec else "")
+        rows.append([f"`{name}`", "/".join(kind) if isinstance(kind, list) else kind,
+                     "yes" if name in required else "", spec.get("description", "")])
+    return ("# The result (`result.json`)\n\n" + _cell(data.get("description", "")) + "\n\n"
+            f"Schema version {schema.SCHEMA_VERSION}; the JSON Schema is `workloads/result.schema.json`.\n\n"
+            + _table(["field", "type", "required", "meaning"], rows))
+
+
+PAGES = {"cli.md": cli_page, "tables.md": tables_page, "result.md": schema_page}
+
+
+def write(folder: Path) -> list[Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, page in PAGES.items():
+        path = folder / name
+        path.write_text(page().rstrip("\n") + "\n")
+        written.append(path)
+    return written
+
+
+if __name__ == "__main__":
+    for p in write(Path(sys.argv[1] if len(sys.argv) > 1 else "docs/reference")):
+        print(p)
