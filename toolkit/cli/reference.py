@@ -5,7 +5,6 @@ docs/reference/. `python -m dnnbench.cli.reference DIR` writes them; the tests c
 is committed is what this writes, and MkDocs builds the site from them (strict)."""
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -114,8 +113,8 @@ def tables_page() -> str:
 
 
 def schema_page() -> str:
-    from dnnbench.workloads import schema
-    data = json.loads((Path(schema.__file__).parent / "result.schema.json").read_text())
+    from dnnbench.workloads import fileio, schema
+    data = fileio.read_json(str(Path(schema.__file__).parent / "result.schema.json"))
     required = set(data.get("required") or [])
     rows = []
     for name, spec in sorted((data.get("properties") or {}).items()):
@@ -131,11 +130,12 @@ PAGES = {"cli.md": cli_page, "tables.md": tables_page, "result.md": schema_page}
 
 
 def write(folder: Path) -> list[Path]:
+    from dnnbench.workloads import fileio
     folder.mkdir(parents=True, exist_ok=True)
     written = []
     for name, page in PAGES.items():
         path = folder / name
-        path.write_text(page().rstrip("\n") + "\n")
+        fileio.write_atomic_text(str(path), page().rstrip("\n") + "\n")
         written.append(path)
     return written
 
