@@ -126,7 +126,38 @@ def schema_page() -> str:
             + _table(["field", "type", "required", "meaning"], rows))
 
 
-PAGES = {"cli.md": cli_page, "tables.md": tables_page, "result.md": schema_page}
+def _summary(path: Path) -> str:
+    """A module's docstring up to its first full stop (or its first paragraph)."""
+    import ast
+
+    from dnnbench.workloads import fileio
+    doc = ast.get_docstring(ast.parse(fileio.read_text(str(path)))) or ""
+    first = " ".join(doc.split("\n\n")[0].split())
+    cut = first.find(". ")
+    return first[:cut + 1] if cut > 0 else first
+
+
+def modules_page() -> str:
+    """Every module of both sides, by package, with what it is for (its docstring)."""
+    import dnnbench
+    import dnnbench.workloads as workloads
+    sides = {"dnnbench": Path(dnnbench.__file__).parent, "dnnbench.workloads": Path(workloads.__file__).parent}
+    out = ["# Modules\n", "Every module of the host side (`toolkit/`, the package `dnnbench`) and the container side "
+           "(`workloads/`, `dnnbench.workloads`), with the first sentence of its docstring; written by "
+           "`python -m dnnbench.cli.reference`. The packages and their floors are in the development guide.\n"]
+    for side, top in sides.items():
+        rows = []
+        for path in sorted(top.rglob("*.py")):
+            rel = path.relative_to(top)
+            if "migrations" in rel.parts or (side == "dnnbench" and rel.parts[0] == "workloads"):
+                continue
+            name = ".".join((side, *rel.with_suffix("").parts)).removesuffix(".__init__")
+            rows.append([f"`{name}`", _summary(path)])
+        out += [f"## `{side}`\n", _table(["module", "what it is for"], rows)]
+    return "\n".join(out)
+
+
+PAGES = {"cli.md": cli_page, "tables.md": tables_page, "result.md": schema_page, "modules.md": modules_page}
 
 
 def write(folder: Path) -> list[Path]:

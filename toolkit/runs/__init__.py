@@ -1,0 +1,1 @@
+"""One run: its options, checks, plan, job kind, placement (local or Slurm) and supervision."""

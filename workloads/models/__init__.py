@@ -1,0 +1,1 @@
+"""The workloads' models, one module per family (vision, detection, language, recommendation, ...)."""
