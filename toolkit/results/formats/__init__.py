@@ -4,10 +4,10 @@ FORMATS below; `report --format` takes its choices from there."""
 from __future__ import annotations
 
 from .base import Format, View
-from . import csv_format, html, json_format, markdown, terminal
+from . import csv_format, html, json_format, markdown, openmetrics_format, terminal
 
 FORMATS = {f.name: f for f in (terminal.FORMAT, csv_format.FORMAT, markdown.FORMAT, json_format.FORMAT,
-                               html.FORMAT)}
+                               html.FORMAT, openmetrics_format.FORMAT)}
 
 
 
