@@ -77,7 +77,7 @@ def k8s(
     from dnnbench.errors import DnnbenchError
     from dnnbench.runs.kubernetes import K8sOptions, Volume, k8s_command
     workload, extra = _workload_or_script(workload, list(ctx.args), script_opts["script"])
-    volumes = {}
+    volumes: dict = {}
     for what, claim, path, default in (("data", data_claim, data_host_path, None),
                                        ("results", results_claim, results_host_path, "dnnbench-results")):
         if claim is not None and path is not None:

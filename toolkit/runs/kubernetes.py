@@ -141,6 +141,7 @@ def _config_maps(name: str, mounts: list, labels: dict) -> tuple[list[dict], lis
     """The kind's own mounts (a script's folder) as ConfigMaps: a host folder cannot reach a
     cluster otherwise. (ConfigMaps, volumes, volume mounts); one error line for a folder that
     does not fit in one."""
+    from dnnbench.workloads import fileio
     maps, volumes, mounted = [], [], []
     for k, m in enumerate(mounts):
         folder = Path(m.source)
@@ -148,12 +149,12 @@ def _config_maps(name: str, mounts: list, labels: dict) -> tuple[list[dict], lis
         for path in sorted(folder.iterdir()):
             if path.name.startswith(".") or path.name == "__pycache__":
                 continue
-            if not path.is_file() or path.is_symlink() or not _CONFIG_KEY.fullmatch(path.name):
+            if not fileio.is_regular(str(path)) or not _CONFIG_KEY.fullmatch(path.name):
                 raise DnnbenchError(f"{folder}: {path.name} is not a plain file; a script folder reaches the pods "
                                     f"as a ConfigMap of its files (build the script into the image instead)")
             try:
-                files[path.name] = path.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError) as exc:
+                files[path.name] = fileio.read_text(str(path), CONFIGMAP_MAX)
+            except (OSError, ValueError) as exc:     # unreadable, too large, not UTF-8
                 raise DnnbenchError(f"{path}: cannot be put in a ConfigMap ({exc})") from None
         if sum(len(v.encode()) for v in files.values()) > CONFIGMAP_MAX:
             raise DnnbenchError(f"{folder}: more than 1 MiB, more than a ConfigMap holds (build it into the image)")
@@ -187,7 +188,7 @@ def render(o: K8sOptions) -> Rendered:
     own_labels = dict(labels, **({QUEUE_LABEL: o.queue} if o.queue else {}))
     maps, file_volumes, file_mounts = _config_maps(name, kind.mounts(opts, None, checked), labels)
     volumes = [{"name": "results", **o.results.source(read_only=False)}]
-    mounts = [{"name": "results", "mountPath": plan_mod.RESULTS_DIR}]
+    mounts: list[dict] = [{"name": "results", "mountPath": plan_mod.RESULTS_DIR}]
     if o.data is not None:
         volumes.append({"name": "data", **o.data.source(read_only=True)})
         mounts.append({"name": "data", "mountPath": plan_mod.DATA_DIR, "readOnly": True})
@@ -197,7 +198,7 @@ def render(o: K8sOptions) -> Rendered:
     limits = {gpu_resource(opts.base): o.gpus_per_node} if gpus else {}
     meta = {"name": name, "labels": own_labels, **({"namespace": o.namespace} if o.namespace else {})}
     if o.kind == "trainjob":
-        docs = [_trainjob(o, meta, module_args, per_node, env, limits, volumes, mounts, kind.workdir)]
+        docs = [_trainjob(o, meta, module_args, per_node, env, limits, volumes, mounts)]
     else:
         # torchrun on each pod: static rendezvous at pod 0 by its DNS name, the pod's index its rank
         head = f"{name}-0.{name}" if o.kind == "indexed-job" else f"{name}-node-0-0.{name}"
@@ -239,11 +240,13 @@ def _literal(word: str) -> str:
 
 
 def _trainjob(o: K8sOptions, meta: dict, module_args: list[str], per_node: int, env: dict, limits: dict,
-              volumes: list[dict], mounts: list[dict], workdir: str) -> dict:
+              volumes: list[dict], mounts: list[dict]) -> dict:
     """A Kubeflow Trainer v2 TrainJob on the torch-distributed runtime: the runtime sets torchrun's
-    nodes, rank and rendezvous (its PET_ variables); the volumes go in as a runtime patch."""
-    trainer = {"image": o.run.image, "command": [_literal(a) for a in
-                                                 [o.python, "-m", "torch.distributed.run", *module_args]],
+    nodes, rank and rendezvous (its PET_ variables); the volumes go in as a runtime patch (which
+    takes no working directory: the runtime's stands)."""
+    assert o.python is not None      # render() filled it in (python_of)
+    trainer: dict = {"image": o.run.image, "command": [_literal(a) for a in
+                                                       [o.python, "-m", "torch.distributed.run", *module_args]],
                "numNodes": o.nodes, "numProcPerNode": per_node, "env": _env(env)}
     if limits:
         trainer["resourcesPerNode"] = {"limits": limits}
