@@ -15,6 +15,7 @@ from pathlib import Path
 
 import junitparser
 import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
 from prometheus_client.parser import text_string_to_metric_families as prometheus_text_families
 
@@ -311,6 +312,27 @@ def test_a_gateway_that_never_answers_is_given_up_on(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("url", ["gateway:9091", "ftp://x", "http://a b", "http://x/\n", ""])
 def test_a_push_url_that_is_no_url_is_refused_before_anything(url, tmp_path):
-    res = dnnbench("report", FIXTURE, "-o", tmp_path / "r.md", "--push", url)
-    assert res.returncode == 2 and "--push" in res.stderr and "Traceback" not in res.stderr
+    code, _, err = cli_inprocess("report", FIXTURE, "-o", tmp_path / "r.md", "--push", url)
+    assert code == 2 and err.startswith("error: ") and "--push" in err and len(err.splitlines()) == 1, err
     assert not (tmp_path / "r.md").exists()
+
+
+def test_a_bad_push_url_from_the_real_entry_point(tmp_path):
+    res = dnnbench("history", "changes", "--push", "gateway:9091", "--db", tmp_path / "h.db")
+    assert res.returncode == 2 and res.stderr.startswith("error: Invalid value for '--push'") and \
+        len(res.stderr.splitlines()) == 1 and not (tmp_path / "h.db").exists()
+
+
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(name=st.text(max_size=300), host=st.text(max_size=50))
+def test_any_text_survives_both_doors(name, host, tmp_path):
+    """Generated names: what the JUnit reader and the OpenMetrics parser read back is the name,
+    but for what XML cannot hold at all (U+FFFD) and lone surrogates (U+FFFD)."""
+    from dnnbench.exports.text import label, xml_text
+    row = dict(_row(name), hosts=[host])
+    xml = _parse_junit(junit.render({"s": [row]}), tmp_path)
+    case = next(iter(next(iter(xml))))
+    assert case.name == xml_text(name) and _properties(case)["host"] == xml_text(host)
+    parsed = {f.name: f for f in text_string_to_metric_families(openmetrics.text(openmetrics.report_families([row])))}
+    sample = parsed["dnnbench_throughput_items_per_second"].samples[0]
+    assert sample.labels["dnnbench_job"] == label(name) and sample.labels["host"] == label(host)
