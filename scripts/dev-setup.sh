@@ -25,6 +25,12 @@ command -v chromium >/dev/null || missing+=(chromium)
 # the history tests start a throwaway PostgreSQL 15 cluster (tests/postgres.py)
 [ -x /usr/lib/postgresql/15/bin/initdb ] || missing+=(postgresql)
 command -v tmux >/dev/null || missing+=(tmux)
+# the exports' tests push to a real Pushgateway and have Prometheus scrape it, on loopback
+command -v prometheus-pushgateway >/dev/null || missing+=(prometheus-pushgateway)
+command -v prometheus >/dev/null || missing+=(prometheus)
+# `dnnbench k8s`'s manifests are checked with `kubectl create --dry-run=client` (no cluster):
+# Debian 12 packages kubectl as kubernetes-client
+command -v kubectl >/dev/null || missing+=(kubernetes-client)
 if [ ${#missing[@]} -gt 0 ]; then
   log "apt-get install ${missing[*]}"
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null 2>&1 \

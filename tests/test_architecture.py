@@ -130,7 +130,7 @@ def test_the_registries_are_what_the_cli_offers():
     # the profilers that wrap the run have their container side, and only they
     assert set(launcher.TOOLS) == {name for name, p in PROFILERS.items() if p.wraps}
     assert all(p.vendor in (None, "nvidia", "amd") for p in PROFILERS.values())
-    assert list(FORMATS) == ["table", "csv", "md", "json", "html"] and all(format_of(f) is FORMATS[f] for f in FORMATS)
+    assert list(FORMATS) == ["table", "csv", "md", "json", "html", "openmetrics"] and all(format_of(f) is FORMATS[f] for f in FORMATS)
     assert set(train_tasks.TASKS) == {"vision", "recsys"}
     assert {o.name for o in options.HOST_OPTIONS} <= set(RunOptions.__dataclass_fields__)
 
@@ -652,11 +652,11 @@ def _profilers_hold() -> None:
 
 def _placements_hold() -> None:
     """The placements are the modules that wrap a kind's module_args in a launcher: the local
-    one (kinds.build_plan) and Slurm's, the two the row names."""
+    one (kinds.build_plan), Slurm's and Kubernetes' manifests, the three the row names."""
     found = {path.relative_to(ROOT).as_posix() for path in (ROOT / "toolkit").rglob("*.py")
              if lines_where(path, lambda n: isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
                             and n.func.attr == "module_args")}
-    assert found == {"toolkit/runs/kinds.py", "toolkit/runs/slurm.py"}, found
+    assert found == {"toolkit/runs/kinds.py", "toolkit/runs/slurm.py", "toolkit/runs/kubernetes.py"}, found
 
 
 def _training_kinds_hold() -> None:
@@ -676,7 +676,8 @@ ADDITIONS = {
     "profiler": (("`toolkit/profilers/`", "`PROFILERS`"), _profilers_hold),
     "engine": (("`toolkit/containers/engines/`", "`ENGINES`"), test_every_engine_is_its_module_and_its_line),
     "job kind": (("`toolkit/runs/kinds.py`", "`KINDS`"), test_every_job_kind_is_one_object_in_the_table),
-    "placement": (("`module_args`", "`kinds.plan`", "`toolkit/runs/slurm.py`"), _placements_hold),
+    "placement": (("`module_args`", "`kinds.plan`", "`toolkit/runs/slurm.py`", "`toolkit/runs/kubernetes.py`"),
+                  _placements_hold),
     "kind of training": (("`workloads/train_tasks.py`", "`TASKS`"), _training_kinds_hold),
 }
 

@@ -46,7 +46,9 @@ jobs:
     batch_size: 4
     train: {{epochs: 1, image_size: 16, target_accuracy: 99}}
 """)
-    dnnbench("suite", "run", path, "--results", tmp_path / "r", timeout=900, check=0)
+    summary = tmp_path / "summary.md"
+    dnnbench("suite", "run", path, "--results", tmp_path / "r", "--junit", tmp_path / "junit.xml", timeout=900,
+             check=0, env={"GITHUB_STEP_SUMMARY": str(summary)})
     folder = tmp_path / "r" / "kinds"
     script = json.loads((folder / "script-plain_loop" / "r1" / "result.json").read_text())
     assert script["status"] == "ok" and script["script"]["sha256"] and len(script["windows"]) == 3
@@ -67,6 +69,12 @@ jobs:
     assert (tmp_path / "plots" / curves[0]).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     page = dnnbench("report", folder, "-f", "html", check=0).stdout
     assert curves[0] in page
+    # CI's view (dnnbench.exports): one testsuite, a passing testcase per job; the summary's table
+    import junitparser
+    suites = list(junitparser.JUnitXml.fromfile(str(tmp_path / "junit.xml")))
+    assert [s.name for s in suites] == ["kinds"]
+    assert sorted((c.name, c.is_passed) for c in suites[0]) == [("resnet18-bs4", True), ("script-plain_loop", True)]
+    assert "### dnnbench suite kinds" in summary.read_text() and "| script-plain_loop |" in summary.read_text()
 
 
 def _run(seconds, reached=True):

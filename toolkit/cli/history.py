@@ -7,6 +7,7 @@ from typing import List, Optional
 import typer
 
 from dnnbench.cli.harness_options import INJECTED, in_range, with_harness_options, with_params
+from dnnbench.cli.exports import PUSH
 from dnnbench.cli.runs import IMAGES_PARAMS
 from dnnbench.workloads.options import BY_NAME
 
@@ -106,12 +107,14 @@ def peers(result: Path = typer.Argument(..., help="A run folder or its result.js
 @history_app.command("changes")
 def changes(job: Optional[str] = typer.Argument(None, help="One job (default: every job)."),
             by: str = typer.Option("release", "--by", callback=_by, help="release (images by version) or time."),
-            fmt: str = typer.Option("table", "--format", "-f", help="table or json."), db: Optional[str] = DB):
+            fmt: str = typer.Option("table", "--format", "-f", help="table or json."), db: Optional[str] = DB,
+            push: Optional[str] = PUSH):
     """Lasting changes in each job's series (per GPU model): where, by how much (95% CI), and what
     changed between the two sides (image, PyTorch, CUDA, cuDNN, NCCL, driver). One outlier is
-    not a change. Exit 1 when a change is a slowdown beyond its CI."""
+    not a change. Exit 1 when a change is a slowdown beyond its CI; 3 when all else succeeded
+    but --push did not. GITHUB_STEP_SUMMARY set: the changes appended there as a table."""
     from dnnbench.history.commands import changes_command
-    raise typer.Exit(changes_command(job, by, fmt, db))
+    raise typer.Exit(changes_command(job, by, fmt, db, push))
 
 
 @with_params(IMAGES_PARAMS, key="job")
@@ -123,7 +126,7 @@ def watch(workload: str = typer.Argument(..., help="Workload name (`dnnbench wor
           every: int = typer.Option(1, "--every", min=1,
                                     help="Survey every N-th release (and the newest); the releases between "
                                          "are measured only where a slowdown is suspected (bisected)."),
-          harness: dict = INJECTED, job: dict = INJECTED):
+          push: Optional[str] = PUSH, harness: dict = INJECTED, job: dict = INJECTED):
     """Which release made the job slower: the releases in order (`--images A,B,C` or `--bases
     X..Y`) not yet in the history for this job and GPU model are measured (the newest always),
     each result recorded; change detection and the newest release against its predecessors
@@ -131,11 +134,12 @@ def watch(workload: str = typer.Argument(..., help="Workload name (`dnnbench wor
     `bisect` does, naming the first slower release and what changed. Finished runs are read back
     (resumable after Ctrl-C). With --slurm each run is a one-node Slurm job, waited for in turn
     (Ctrl-C cancels it), its result in the run's folder as a local run's. Exit 1 when a release was found slower, 0 otherwise, 2 when the
-    store cannot be used."""
+    store cannot be used, 3 when all else succeeded but --push did not. GITHUB_STEP_SUMMARY
+    set: the verdicts appended there as a table."""
     from dnnbench.cli.runs import _images_job
     from dnnbench.history.watch import watch_command
     opts, images, bases = _images_job(workload, job, harness)
-    raise typer.Exit(watch_command(opts, images, bases, job["tolerance"], rounds, every))
+    raise typer.Exit(watch_command(opts, images, bases, job["tolerance"], rounds, every, push=push))
 
 
 def register(app: typer.Typer) -> None:

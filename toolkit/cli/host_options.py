@@ -138,6 +138,12 @@ COMMANDS: dict[str, dict[str, Own]] = {
         "run_id": Own(),
         "dry_run": Own(help="Print the script; write and submit nothing."),
     },
+    "k8s": {
+        "image": Own(default=..., annotation=str, help="The image by its registry reference (the cluster pulls it)."),
+        "base": Own(help="The image's catalog base: its GPU vendor (nvidia.com/gpu or amd.com/gpu)."),
+        "run_id": Own(help="Name of the run folder on the results volume (default: time-workload-k8s)."),
+        "env": Own(help="NAME=VALUE in every pod (repeatable); not a name dnnbench or torchrun sets."),
+    },
     "train": {
         "data": Own(default=..., annotation=Path, help="ImageNet-layout folder (train/, val/), or ratings.csv's "
                                                        "folder for ncf; mounted read-only."),

@@ -9,6 +9,7 @@ import typer
 from dnnbench.console import WIDE_HELP
 
 from dnnbench.cli.harness_options import in_range
+from dnnbench.cli.exports import JUNIT_HELP, PUSH_HELP, check_push
 from dnnbench.results.formats import FORMATS
 from dnnbench.workloads.options import BY_NAME
 
@@ -25,6 +26,8 @@ def report(
     wide: bool = typer.Option(False, "--wide", help=WIDE_HELP),
     strict: bool = typer.Option(False, "--strict", help="Fail (exit 2) when any result file is skipped as "
                                                          "unreadable; without it each is named on stderr."),
+    junit: Optional[Path] = typer.Option(None, "--junit", help=JUNIT_HELP),
+    push: Optional[str] = typer.Option(None, "--push", callback=check_push, help=PUSH_HELP),
 ):
     """Throughput per job from raw result files: items over seconds summed over every timed window
     of its runs (statistic sum_items/sum_seconds, not a mean of rates), its 95% CI, the window
@@ -32,10 +35,11 @@ def report(
     ({job: throughput}, or {job: {target: T, lower: -0.05, upper: null}} or {job: {floor: F}}):
     diff %, a verdict from the 99% interval over runs, never windows (pass, fail, or inconclusive
     when it straddles a bound, with one run, or against a baseline folder whose load differed 3x)
-    and a score (weighted geometric mean of ratios). Exit 1 when a job fails its target."""
+    and a score (weighted geometric mean of ratios). Exit 1 when a job fails its target; 3 when
+    all else succeeded but --push did not (docs/ci-and-metrics.md)."""
     from dnnbench.results.report import report_command
     raise typer.Exit(report_command(results, fmt, baseline, weight, tolerance, output, plots, wide_csv, strict,
-                                     wide=wide))
+                                     wide=wide, junit=junit, push=push))
 
 
 def compare(a: Path = typer.Argument(..., help="Results of machine/image A."),

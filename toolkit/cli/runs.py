@@ -9,6 +9,7 @@ import typer
 from dnnbench.console import WIDE_HELP
 
 from dnnbench.cli.harness_options import INJECTED, choice, in_range, with_harness_options, with_params
+from dnnbench.cli.exports import JUNIT
 from dnnbench.cli.host_options import params as host_params, with_host_options
 from dnnbench.errors import DnnbenchError
 from dnnbench.workloads.options import BY_NAME
@@ -356,6 +357,7 @@ def suite_run(
     only: List[str] = typer.Option([], "--only", help="Run only jobs and watch entries matching this glob "
                                    "(repeatable), e.g. 'resnet*'."),
     resume: bool = typer.Option(False, "--resume", help="Skip runs that already finished; redo cut-off ones."),
+    junit: Optional[Path] = JUNIT,
     host: dict = INJECTED,
     harness: dict = INJECTED,
 ):
@@ -364,13 +366,14 @@ def suite_run(
     = sum_items/sum_seconds over every timed window of a job's repeats, its 95% CI, the window
     median, and with 5+ repeats MLPerf-style trimmed figures (fastest and slowest run dropped).
     Then the file's `watch:` list, each entry a `dnnbench watch` (a row each: the slower release
-    named, none found, or failed)."""
+    named, none found, or failed). With --junit a testcase per job; with GITHUB_STEP_SUMMARY
+    set, the jobs' table appended there (docs/ci-and-metrics.md)."""
     from dnnbench.runs import environment
     from dnnbench.runs.suite import suite_command
     raise typer.Exit(suite_command(file, only=only, resume=resume, results=host["results"],
                                    overrides={"runtime": host["runtime"], "image": host["image"], "base": host["base"],
                                               **harness, "env": environment.parse(host["env"])},
-                                   dry_run=host["dry_run"]))
+                                   dry_run=host["dry_run"], junit=junit))
 
 
 @with_host_options("reproduce")

@@ -167,13 +167,14 @@ def peers_command(result: Path, as_json: bool, db: str | None) -> int:
     return 0
 
 
-def changes_command(job: str | None, by: str, fmt: str, db: str | None) -> int:
+def changes_command(job: str | None, by: str, fmt: str, db: str | None, push: str | None = None) -> int:
     """Lasting changes in each job's series (per GPU model); exit 1 when one is a slowdown
     whose whole 95 % CI lies below no change."""
     from rich.text import Text
 
     from dnnbench.console import out
     from dnnbench.history import views
+    from dnnbench.exports import changes_out
     from dnnbench.history.changes import changes
     store = _store(db)
     try:
@@ -194,7 +195,7 @@ def changes_command(job: str | None, by: str, fmt: str, db: str | None) -> int:
     slower = any(f["ci95_high_pct"] < 0 for f in found)
     if fmt == "json":
         views.dump(views.json_text(found), None)
-        return 1 if slower else 0
+        return changes_out(found, len(series), 1 if slower else 0, push)
     if fmt != "table":
         raise DnnbenchError(f"unknown format {fmt!r}: choose table or json")
     from dnnbench.console import visible
@@ -210,4 +211,4 @@ def changes_command(job: str | None, by: str, fmt: str, db: str | None) -> int:
             out.print(Text(visible(line, one_line=True)), soft_wrap=True)
     if not found:
         out.print(Text(f"no lasting change in {len(series)} series ({len(rows)} result(s))"))
-    return 1 if slower else 0
+    return changes_out(found, len(series), 1 if slower else 0, push)

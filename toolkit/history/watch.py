@@ -164,7 +164,7 @@ def judge(listed, template, folder: Path, lo: int, hi: int, why: str, tolerance:
 
 
 def watch_command(opts, images: list[str] | None, bases: str | None, tolerance: float, rounds: int | None = None,
-                  every: int = 1, judged: list[Verdict] | None = None) -> int:
+                  every: int = 1, judged: list[Verdict] | None = None, push: str | None = None) -> int:
     from dnnbench.console import info
     from dnnbench.history.changes import MIN_SIZE
     from dnnbench.runs import bisect
@@ -200,7 +200,15 @@ def watch_command(opts, images: list[str] | None, bases: str | None, tolerance: 
     ran = sum(1 for s in runs if not s.reused)
     info(f"{len(listed)} releases: {len(points)} surveyed ({held} from the history), {len(runs)} runs in rounds "
          f"({ran} run now) in {time.monotonic() - started:.0f} s; results in {folder}")
-    return 1 if any(v.verdict == "slower" for v in verdicts) else 0
+    code = 1 if any(v.verdict == "slower" for v in verdicts) else 0
+    return _export(listed, verdicts, opts.workload, code, push)
+
+
+def _export(listed, verdicts: list[Verdict], workload: str, code: int, push: str | None) -> int:
+    """The verdicts to the step summary and the Pushgateway (dnnbench.exports)."""
+    from dnnbench.exports import watch_out
+    return watch_out(workload, [{"before": listed[v.lo][0], "after": listed[v.hi][0], "why": v.why,
+                                 "verdict": v.verdict, "pct": v.pct, "stuck": v.stuck} for v in verdicts], code, push)
 
 
 def _say(listed, v: Verdict) -> None:

@@ -17,6 +17,7 @@ from dnnbench.workloads import fileio, schema
 from dnnbench.console import visible
 from dnnbench.containers.engines import lookup
 from dnnbench.errors import DnnbenchError
+from dnnbench.history.facts import digest
 from dnnbench.results import baseline as baseline_mod, fleet, load, numbers
 from dnnbench.results.formats import View, format_of
 from dnnbench.results.formats.cells import fmt as _fmt
@@ -44,6 +45,7 @@ class Job:
     failed: list[str] = field(default_factory=list)      # statuses of the runs that were not ok
     paths: list[str] = field(default_factory=list)
     verdicts: list[str] = field(default_factory=list)    # one label per ok run (workloads/verdict.py)
+    digests: list[str] = field(default_factory=list)     # the images by digest its runs recorded (exports label by it)
     # (how many results it was computed from, the headline): recomputed when more are added
     _headline: tuple[int, dict] | None = field(default=None, repr=False, compare=False)
 
@@ -177,6 +179,9 @@ def collect(paths: list[Path], system: str | None = None, strict: bool = False) 
                                        world_size=int(data.get("world_size") or 1), unit="",
                                        image=image, base=base, model=gpu_model(data)))
         job.paths.append(str(path))
+        made_on = digest(data)
+        if made_on and made_on not in job.digests:
+            job.digests.append(made_on)
         r = rate(data) if data["status"] == "ok" else None
         if r is None:
             job.failed.append(data["status"])
@@ -259,7 +264,8 @@ def rows(jobs: dict, baseline: dict | None, tolerance: float) -> list[dict]:
                "throughput": j.throughput, **_statistics(j.headline), "scaling": scaling_efficiency(j, jobs),
                "verdict": job_verdict(j.verdicts), **time_to_target(j.results),
                "slow_hosts": fleet.slow_hosts(j.results), "undecided_hosts": fleet.undecided(j.results),
-               "ci_note": load.explain(j.headline, [w for r in j.results for w in r.get("windows") or []])}
+               "ci_note": load.explain(j.headline, [w for r in j.results for w in r.get("windows") or []]),
+               **exported(j)}
         if baseline is not None:
             row.update(baseline_mod.judge(baseline.get(name), j.results, j.headline, tolerance))
         out.append(row)
@@ -268,10 +274,19 @@ def rows(jobs: dict, baseline: dict | None, tolerance: float) -> list[dict]:
         for name in sorted(set(baseline) - ran):
             row = {"system": "-", "job": name, "image": None, "base": None, "ci_note": None, "workload": None, "batch_size": None, "amp": None, "world_size": None,
                    "unit": None, "n": 0, "failed": 0, "throughput": None, **_statistics({}), "scaling": None,
-                   "verdict": None}
+                   "verdict": None, "digest": None, "gpu_model": None, "hosts": [], "seconds": 0}
             row.update(baseline_mod.judge(baseline[name], [], {}, tolerance))
             out.append(row)
     return out
+
+
+def exported(j: Job) -> dict:
+    """What JUnit and OpenMetrics label and time a job by (dnnbench.exports): the images by
+    digest, the GPU model, the hosts its ok runs ran on, and the seconds its timed windows took."""
+    seconds = sum(w.get("seconds") or 0 for r in j.results for w in r.get("windows") or []
+                  if isinstance(w, dict) and isinstance(w.get("seconds"), (int, float)))
+    return {"digest": ",".join(j.digests) or None, "gpu_model": j.model or None,
+            "hosts": sorted({r["host"] for r in j.results if isinstance(r.get("host"), str)}), "seconds": seconds}
 
 
 def time_to_target(results: list[dict]) -> dict:
@@ -329,7 +344,7 @@ def lambda_csv(jobs: dict) -> str:
 
 def report_command(paths: list[Path], fmt: str, baseline: Path | None, weights: list[str], tolerance: float,
                    output: Path | None, plots: Path | None, wide_csv: Path | None, strict: bool = False,
-                   wide: bool = False) -> int:
+                   wide: bool = False, junit: Path | None = None, push: str | None = None) -> int:
     form = format_of(fmt)   # before any result is read
     if not 0 <= tolerance < 1:
         raise DnnbenchError(f"--tolerance {tolerance}: give a fraction from 0 to below 1, e.g. 0.05")
@@ -338,7 +353,7 @@ def report_command(paths: list[Path], fmt: str, baseline: Path | None, weights: 
     # what was read is never written over: -o, --wide-csv and --plots are checked against every
     # input (result files, the folders named, the baseline) before anything is written
     inputs = [p for j in jobs.values() for p in j.paths] + list(paths) + ([baseline] if baseline else [])
-    for out_path in (output, wide_csv):
+    for out_path in (output, wide_csv, junit):
         if out_path is not None:
             _refuse_input(out_path, inputs)
     targets = load_baseline(baseline, strict) if baseline else None
@@ -366,7 +381,10 @@ def report_command(paths: list[Path], fmt: str, baseline: Path | None, weights: 
     if form.name == "table" and output is None:   # training jobs with MLPerf logs: their score
         from dnnbench.results.mlperf import print_scores
         print_scores(jobs)
-    return _exit(table)
+    from dnnbench.exports import exported
+    return exported(_exit(table), table, junit=junit, suite=paths[0].resolve().name if len(paths) == 1 else "report",
+                    summary="dnnbench report against the baseline" if targets is not None else None,
+                    push=push, group="dnnbench-report")
 
 
 def _exit(table: list[dict]) -> int:

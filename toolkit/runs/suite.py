@@ -289,7 +289,7 @@ def _execute_one(run: Run, suite_dir: Path, overrides: dict, resume: bool = Fals
 
 
 def suite_command(path: Path, *, only: list[str], resume: bool, results: Path, overrides: dict,
-                dry_run: bool) -> int:
+                dry_run: bool, junit: Path | None = None) -> int:
     from dnnbench import names
     suite = load(path)
     from dnnbench.runs import environment    # a suite file's env never starts code (only --env does)
@@ -319,7 +319,11 @@ def suite_command(path: Path, *, only: list[str], resume: bool, results: Path, o
     # one `suite run` per suite folder: a second --resume must not redo (and remove) the run the
     # first is in the middle of
     with locks.hold(suite_dir, what=f"suite folder {suite_dir}"):
-        return _run_suite(path, suite, runs, suite_dir, resume, overrides, watches)
+        code = _run_suite(path, suite, runs, suite_dir, resume, overrides, watches)
+    if runs and code != 130:      # CI's view of the suite's jobs, after its own table
+        from dnnbench.exports import exported
+        exported(code, _table(suite_dir), junit=junit, suite=suite.name, summary=f"dnnbench suite {suite.name}")
+    return code
 
 
 def _preflight(runs: list, suite_dir: Path, overrides: dict, engines: bool = True,
@@ -440,11 +444,18 @@ def _run_suite(path: Path, suite: Suite, runs: list, suite_dir: Path, resume: bo
 def show_table(suite_dir: Path) -> None:
     """The suite's jobs with the same figures `dnnbench report` prints (repeats pooled, trimmed
     figures from 5 repeats on)."""
-    from dnnbench.results.report import collect, render, rows
+    from dnnbench.results.report import render
+    table = _table(suite_dir)
+    if table:
+        render(table, "table", total_score=None, with_baseline=False)
+
+
+def _table(suite_dir: Path) -> list[dict]:
+    """The report's rows of the suite's jobs (none when no result can be read)."""
+    from dnnbench.results.report import collect, rows
     # the jobs' folders: a watch list's runs are its own (its table follows)
     folders = [p for p in sorted(suite_dir.iterdir()) if p.name != suite_watch.FOLDER and fileio.is_real_dir(str(p))]
     try:
-        jobs = collect(folders)
+        return rows(collect(folders), None, 0.0)
     except DnnbenchError:
-        return
-    render(rows(jobs, None, 0.0), "table", total_score=None, with_baseline=False)
+        return []

@@ -4,11 +4,11 @@ FORMATS below; `report --format` takes its choices from there."""
 from __future__ import annotations
 
 from .base import Format, View
-from . import csv_format, html, json_format, markdown, terminal
+from . import csv_format, html, json_format, markdown, openmetrics_format, terminal
 from dnnbench.registry import Registry
 
 FORMATS: Registry[Format] = Registry("report format", (terminal.FORMAT, csv_format.FORMAT, markdown.FORMAT,
-                                                      json_format.FORMAT, html.FORMAT))
+                                                      json_format.FORMAT, html.FORMAT, openmetrics_format.FORMAT))
 
 
 
