@@ -69,8 +69,12 @@ def _expanded_size(root, limit: int) -> int:
 
 def load(path: Path, what: str):
     """The YAML document in `path`, mappings as Mapping; one DnnbenchError for any problem."""
+    return parse(read_text(path, what), path)
+
+
+def parse(text: str, path) -> object:
+    """A YAML document already read (read_text), with load's limits; `path` names it in messages."""
     import yaml
-    text = read_text(path, what)
 
     class Loader(yaml.SafeLoader):
         def get_single_node(self):
