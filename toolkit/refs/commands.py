@@ -28,8 +28,9 @@ def import_command(paths: list[Path], source: str | None, precision: str | None,
     from dnnbench.refs import sources, store
     if precision is not None and precision not in ("fp16", "fp32", "tf32", "bf16", "tf32-fp16"):
         raise DnnbenchError(f"unknown precision {precision!r}: choose fp16, fp32, tf32, bf16 or tf32-fp16")
-    if version is not None and (not version.strip() or ref.unprintable(version)):
-        raise DnnbenchError("--version must be printable text")
+    for option, value in (("--version", version), ("--gpu", gpu)):
+        if value is not None and (not value.strip() or ref.unprintable(value)):
+            raise DnnbenchError(f"{option} must be printable text, without control characters")
     read: list[tuple[Path, str, ref.Parsed]] = []
     refused = 0
     for path in paths:

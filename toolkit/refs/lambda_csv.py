@@ -28,8 +28,7 @@ _NODE = re.compile(r"_(\d{1,3}-\d{1,3}-\d{1,3}-\d{1,3})(?=_|$)")
 
 def sniff(text: str, filename: str) -> bool:
     head = text.lstrip("\ufeff").split("\n", 1)[0].strip().lower()
-    return head.startswith("name_gpu,num_gpu,") or (head.startswith(",") and any(
-        f",{b}" in head for b in BENCHMARKS))
+    return head.startswith("name_gpu,") or (head.startswith(",") and any(f",{b}" in head for b in BENCHMARKS))
 
 
 def read(text: str, filename: str, precision: str | None = None, gpu: str | None = None) -> ref.Parsed:
@@ -43,14 +42,10 @@ def read(text: str, filename: str, precision: str | None = None, gpu: str | None
     if not rows:
         raise ref.Refused("empty file")
     header = [h.strip() for h in rows[0]]
-    if header[:2] == ["name_gpu", "num_gpu"]:
-        fixed, v2 = V1_FIXED, False
-    elif header[:1] == [""]:
-        fixed, v2 = ("",), True
-    else:
-        raise ref.Refused(f"not a layout Lambda publishes (header {','.join(header[:4])[:60]!r}...)")
+    fixed, v2 = (("",), True) if header[:1] == [""] else (V1_FIXED, False)
     if tuple(header[:len(fixed)]) != fixed:
-        raise ref.Refused(f"the header starts {','.join(header[:len(fixed)])!r}, not {','.join(fixed)!r}")
+        raise ref.Refused(f"not a layout Lambda publishes: the header starts {','.join(header[:len(fixed)])[:60]!r}, "
+                          f"not {','.join(fixed)!r}")
     benches = header[len(fixed):]
     unknown = [b for b in benches if b not in BENCHMARKS]
     if unknown or not benches:

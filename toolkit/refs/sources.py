@@ -12,8 +12,15 @@ SOURCES = {"lambda": lambda_csv, "mlperf": mlperf_summary, "milabench": milabenc
 MAX_BYTES = 16 << 20     # the public files are a few KiB to a few hundred; a bigger one is not theirs
 
 
+# a file whose content no source claims, by its kind: only MLPerf publishes JSON, only milabench
+# YAML (so a broken one is refused by its reader, saying what is wrong with it)
+BY_SUFFIX = {".json": "mlperf", ".yaml": "milabench", ".yml": "milabench"}
+
+
 def detect(text: str, filename: str) -> str:
     found = [name for name, module in SOURCES.items() if module.sniff(text, filename)]
+    if not found and Path(filename).suffix.lower() in BY_SUFFIX:
+        return BY_SUFFIX[Path(filename).suffix.lower()]
     if len(found) != 1:
         raise ref.Refused("not a file of a known source (Lambda's CSV, MLPerf's summary, milabench's "
                           "scaling YAML): give --source" if not found else
@@ -30,10 +37,5 @@ def read(path: Path, source: str | None = None, precision: str | None = None,
         text = read_text(path, "reference file", MAX_BYTES)
     except DnnbenchError as exc:
         raise ref.Refused(str(exc)) from None
-    if gpu is not None:
-        try:
-            gpu = ref.name(gpu, "--gpu", "GPU")
-        except ValueError as exc:
-            raise ref.Refused(str(exc)) from None
     chosen = source or detect(text, str(path))
     return chosen, SOURCES[chosen].read(text, str(path), precision=precision, gpu=gpu)

@@ -3,6 +3,7 @@ a new value under the same identity updated in place), selected. Never in `resul
 a job's series."""
 from __future__ import annotations
 
+import math
 from datetime import datetime, timezone
 
 from dnnbench.refs import reference as ref
@@ -23,8 +24,7 @@ def add(store, rows: list[dict]) -> tuple[int, int, int]:
             have = {r.identity: r._asdict() for r in conn.execute(select(t.c.identity, *(t.c[k] for k in ref.CONTENT))
                                                                   .where(t.c.identity.in_([r["identity"] for r in batch])))}
             fresh = [dict(r, imported=now) for r in batch if r["identity"] not in have]
-            moved = [r for r in batch if r["identity"] in have
-                     and any(have[r["identity"]][k] != r[k] for k in ref.CONTENT if k != "file")]
+            moved = [r for r in batch if r["identity"] in have and not _same(have[r["identity"]], r)]
             if fresh:
                 conn.execute(t.insert(), fresh)
             for r in moved:
@@ -33,6 +33,20 @@ def add(store, rows: list[dict]) -> tuple[int, int, int]:
             changed += len(moved)
             same += len(batch) - len(fresh) - len(moved)
     return new, same, changed
+
+
+def _same(old: dict, new: dict) -> bool:
+    """The stored content is the new one: figures equal to 1e-9 (MLPerf's summary.json rounds
+    to 10 digits what the summarizer's csv writes whole), the rest exactly; the file's name is
+    where a figure was last read, not part of it."""
+    for k in ref.CONTENT:
+        a, b = old.get(k), new.get(k)
+        if k == "file" or a == b:
+            continue
+        if isinstance(a, float) and isinstance(b, float) and math.isclose(a, b, rel_tol=1e-9):
+            continue
+        return False
+    return True
 
 
 def select(store, workload: str | None = None, gpu: str | None = None, source: str | None = None) -> list[dict]:
