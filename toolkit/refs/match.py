@@ -4,6 +4,7 @@ batch where the source states one), where the result stands against each, and ot
 nearest ones with what differs. Nothing unlike is ever placed against the result."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from dnnbench.refs import reference as ref
@@ -86,8 +87,18 @@ def compare(m: Mine, references: list[dict]) -> dict:
     nearest = []
     if not matched:
         same = [o for o in others if o[1].get("workload") == m.workload and m.workload is not None]
-        nearest = [dict(_shown(r), differs=found) for _, r, found in sorted(same, key=lambda o: o[0])[:NEAREST]]
+        nearest = [dict(_shown(r), differs=found)
+                   for _, r, found in sorted(same, key=lambda o: (o[0], _distance(m, o[1])))[:NEAREST]]
     return {"matched": matched, "nearest": nearest}
+
+
+def _distance(m: Mine, r: dict) -> float:
+    """Among references differing as much: the closest batch and GPU count first (by ratio)."""
+    far = 0.0
+    for theirs, ours in ((r.get("batch_size"), m.batch), (r.get("gpu_count"), m.gpu_count)):
+        if theirs and ours:
+            far += abs(math.log(theirs / ours))
+    return far
 
 
 def _shown(r: dict) -> dict:

@@ -9,8 +9,7 @@ from dnnbench.refs.reference import key
 # (`H100 80GB SXM5`, v2's `H100_80GB_SXM5`), MLPerf's `accelerator_model_name`. Bare names
 # that cover two models ("H100": PCIe or SXM5; "H200": SXM or NVL) are not here.
 GPUS: dict[str, tuple[str, ...]] = {
-    "H100 SXM5 80GB": ("NVIDIA H100 80GB HBM3", "H100 80GB SXM5", "NVIDIA H100-SXM5-80GB", "H100 SXM5 80GB",
-                       "NVIDIA H100 SXM5 80GB"),
+    "H100 SXM5 80GB": ("NVIDIA H100 80GB HBM3", "H100 80GB SXM5", "NVIDIA H100-SXM5-80GB"),
     "H100 PCIe 80GB": ("NVIDIA H100 PCIe", "H100 80GB PCIe Gen5", "H100 80GB PCIe", "NVIDIA H100-PCIe-80GB"),
     "H100 NVL": ("NVIDIA H100 NVL", "H100 NVL"),
     "H200 SXM 141GB": ("NVIDIA H200", "H200 140GB SXM", "NVIDIA H200-SXM5-141GB", "H200 SXM 141GB",
