@@ -16,6 +16,7 @@ def write(folder: Path, rate: float, *, gpu: str = "NVIDIA H100 80GB HBM3", coun
     data["options"] = {**data["options"], "amp": amp, "batch_size": batch}
     data["system"] = {**data["system"], "gpus": [{"name": gpu} for _ in range(count)]}
     data["world_size"] = count
+    data["run_id"] = f"{data['run_id']}-{name}"       # its own identity in the store
     out = folder / name / "result.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(data))

@@ -52,7 +52,7 @@ def ordered(rows: list[dict], by: str) -> list[dict]:
     return rows      # the store returns them oldest first
 
 
-def show(rows: list[dict], fmt: str, title: str, output: Path | None, wide: bool) -> None:
+def show(rows: list[dict], fmt: str, title: str, output: Path | None, wide: bool, marks: dict | None = None) -> None:
     from dnnbench.history import views
     if fmt not in views.FORMATS:
         raise DnnbenchError(f"unknown format {fmt!r}: choose {', '.join(views.FORMATS)}")
@@ -61,7 +61,7 @@ def show(rows: list[dict], fmt: str, title: str, output: Path | None, wide: bool
             raise DnnbenchError("--output needs --format csv, json or html")
         views.table(title, rows, wide)
         return
-    text = {"csv": views.as_csv, "json": views.as_json}[fmt](rows) if fmt != "html" else views.as_html(title, rows)
+    text = {"csv": views.as_csv, "json": views.as_json}[fmt](rows) if fmt != "html" else views.as_html(title, rows, marks)
     views.dump(text, output)
 
 
@@ -89,8 +89,15 @@ def list_command(filters: dict, fmt: str, output: Path | None, wide: bool, db: s
     title = f"dnnbench history: {len(rows):,} result(s)"
     if total > len(rows):
         title = f"dnnbench history: the newest {len(rows):,} of {total:,} results (--last 0: all)"
-    show(rows, fmt, title, output, wide)
+    show(rows, fmt, title, output, wide, _reference_marks(rows, db) if fmt == "html" else None)
     return 0
+
+
+def _reference_marks(rows: list[dict], db: str | None) -> dict:
+    """Each plotted series' published references (dnnbench.refs), drawn as their own marks."""
+    from dnnbench.history import views
+    from dnnbench.refs.marks import for_series
+    return for_series(rows, views.series_key, db)
 
 
 def series_command(job: str, by: str, gpu: str | None, fmt: str, output: Path | None, wide: bool,
