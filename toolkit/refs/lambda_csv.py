@@ -85,11 +85,11 @@ def read(text: str, filename: str, precision: str | None = None, gpu: str | None
                 parsed.missing += 1
                 continue
             measured.setdefault((system, model, gpus, bench), []).append(value)
-    for (system, model, gpus, bench), values in measured.items():
+    for (system, model, gpus, bench), nodes in measured.items():
         parsed.references.append(ref.make(
             source=SOURCE, system=system, gpu=model, gpu_count=gpus, source_workload=bench,
             workload=tables.workload(SOURCE, bench), precision=tables.precision(chosen) or chosen,
-            unit=tables.unit(SOURCE, bench), **ref.spread(values)))
+            unit=tables.unit(SOURCE, bench), **ref.spread(nodes)))
     return parsed
 
 

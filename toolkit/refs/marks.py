@@ -102,7 +102,7 @@ def for_jobs(jobs) -> list[tuple[str, dict]]:
         mines[j.job] = match.Mine(workload=j.workload, unit=j.unit, precision=tables.precision(j.amp), gpu=j.model,
                                   gpu_count=j.world_size, batch=batch, value=j.throughput)
     refs = _stored({m.workload for m in mines.values() if m.workload}, None)
-    return [(name, r) for name, m in mines.items() for r in match.compare(m, refs.get(m.workload, []))["matched"]]
+    return [(name, r) for name, m in mines.items() for r in match.compare(m, refs.get(m.workload or "", []))["matched"]]
 
 
 def for_series(rows: list[dict], group, db: str | None) -> dict[str, list[dict]]:

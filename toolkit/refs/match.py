@@ -27,7 +27,8 @@ class Mine:
 
 def mine(data: dict, row: dict) -> Mine:
     """A result file's facts (data) and its store row (facts.row)."""
-    options = data.get("options") if isinstance(data.get("options"), dict) else {}
+    found = data.get("options")
+    options: dict = found if isinstance(found, dict) else {}
     per_gpu = options.get("batch_size")
     ranks = data.get("world_size") if isinstance(data.get("world_size"), int) else None
     ranks = ranks or row.get("gpu_count") or 1
