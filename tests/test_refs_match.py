@@ -141,3 +141,12 @@ def test_no_reference_of_the_workload_says_how_to_import(tmp_path, monkeypatch):
     cli_inprocess("history", "import", result)
     code, out, _ = cli_inprocess("history", "peers", result)
     assert code == 0 and "none of this workload imported (`dnnbench refs import`)" in out
+
+
+def test_the_docs_list_every_workload_and_gpu_name_of_the_tables():
+    from dnnbench.refs import tables
+    doc = (ROOT / "docs" / "reference-numbers.md").read_text()
+    for (source, name), (workload, unit, why) in tables.WORKLOADS.items():
+        assert f"| {source} | `{name}` | {workload or '-'} | {unit} | {why} |" in doc
+    for model, names in tables.GPUS.items():
+        assert f"| {model} | " + ", ".join(f"`{n}`" for n in names) + " |" in doc

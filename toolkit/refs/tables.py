@@ -27,7 +27,7 @@ GPUS: dict[str, tuple[str, ...]] = {
     "RTX 3090": ("NVIDIA GeForce RTX 3090", "RTX 3090"),
     "Quadro RTX 8000": ("Quadro RTX 8000", "NVIDIA Quadro RTX 8000"),
     "MI300X": ("AMD Instinct MI300X", "AMD Instinct MI300X 192GB HBM3", "MI300X"),
-    "MI325X": ("AMD Instinct MI325X", "AMD Instinct MI325X 256GB HBM3E", "MI325X"),
+    "MI325X": ("AMD Instinct MI325X", "AMD Instinct MI325X 256GB HBM3E", "MI325"),   # milabench's MI325.yaml
 }
 _GPU_BY_KEY = {key(n): model for model, names in GPUS.items() for n in (model, *names)}
 
