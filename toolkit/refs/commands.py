@@ -23,8 +23,7 @@ def import_command(paths: list[Path], source: str | None, precision: str | None,
                    version: str | None, db: str | None) -> int:
     """Each file read whole, then its references added in one transaction: a file with a row
     that cannot be read is refused whole (one line naming the rows), never half imported."""
-    from dnnbench.console import info
-    from dnnbench.console import visible
+    from dnnbench.console import info, visible
     from dnnbench.refs import sources, store
     if precision is not None and precision not in ("fp16", "fp32", "tf32", "bf16", "tf32-fp16"):
         raise DnnbenchError(f"unknown precision {precision!r}: choose fp16, fp32, tf32, bf16 or tf32-fp16")

@@ -43,15 +43,16 @@ def kind_of(unit: str | None) -> str:
     return TIME if unit == TIME_UNIT else THROUGHPUT
 
 
+# a published figure as text: digits, a point, an exponent (never Python's "1_000", "nan", "inf")
+_NUMBER = re.compile(r"\s*[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?\s*")
+
+
 def number(text, where: str) -> float:
     """A published value: a finite number >= 0 (0 is the caller's "not measured"); ValueError
     naming `where` otherwise."""
-    if isinstance(text, bool):
-        raise ValueError(f"{where}: {text!r} is not a number")
-    try:
-        value = float(text)
-    except (TypeError, ValueError):
-        raise ValueError(f"{where}: {str(text)[:40]!r} is not a number") from None
+    if isinstance(text, bool) or not (isinstance(text, (int, float)) or _NUMBER.fullmatch(str(text))):
+        raise ValueError(f"{where}: {str(text)[:40]!r} is not a number")
+    value = float(text)
     if not math.isfinite(value) or value < 0:
         raise ValueError(f"{where}: {str(text)[:40]!r} is not a finite number >= 0")
     return value
