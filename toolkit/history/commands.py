@@ -168,11 +168,12 @@ def peers_command(result: Path, as_json: bool, db: str | None) -> int:
                    f"{views.name(unit)}"))
     if not peers:
         out.print(Text("no peers in the history yet (same job, same GPU model)"))
-    else:
-        out.print(Text(f"peers: {len(peers)} result(s) of the same job on the same GPU model; median "
-                       f"{fmt(facts['median'])} {unit}, range {fmt(facts['low'])} to {fmt(facts['high'])}"))
-        out.print(Text(f"this result: percentile {facts['percentile']:.0f} ({facts['vs_median_pct']:+.1f} % "
-                       f"against the median)"))
+        _print_references(references)
+        return 0
+    out.print(Text(f"peers: {len(peers)} result(s) of the same job on the same GPU model; median "
+                   f"{fmt(facts['median'])} {unit}, range {fmt(facts['low'])} to {fmt(facts['high'])}"))
+    out.print(Text(f"this result: percentile {facts['percentile']:.0f} ({facts['vs_median_pct']:+.1f} % "
+                   f"against the median)"))
     _print_references(references)
     return 0
 
