@@ -43,3 +43,13 @@ def test_report_html_has_a_references_section_with_each_mark(db, tmp_path):
     assert "<td>lambda</td><td>H100 80GB SXM5</td>" in section and "<td>+3.2 %</td>" in section
     assert len(re.findall(r'<line class="reference"', section)) == 2
     assert "A100" not in section and "8x H100" not in section   # other GPU models and counts: not drawn
+
+
+def test_a_store_that_cannot_be_used_costs_the_report_its_references_only(tmp_path, monkeypatch):
+    broken = tmp_path / "history.db"
+    broken.write_text("not a database, and not ours")
+    monkeypatch.setenv("DNNBENCH_DB", str(broken))
+    page = tmp_path / "report.html"
+    code, _, err = cli_inprocess("report", refs_results.write(tmp_path, 2700.0), "-f", "html", "-o", page)
+    assert code == 0 and "warning: published references not shown: history store" in err
+    assert "<table" in page.read_text() and 'id="references"' not in page.read_text()

@@ -137,11 +137,16 @@ def _stored(workloads: set, db: str | None) -> dict[str, list[dict]]:
     from dnnbench.refs import store
     if not workloads:
         return {}
+    from dnnbench.history.location import NoStore
     try:
         opened = Store(db, create=False)
-    except DnnbenchError:      # no store (or none usable): a page without references
+        try:
+            return {w: store.select(opened, workload=w) for w in workloads}
+        finally:
+            opened.close()
+    except NoStore:            # nothing recorded or imported: a page without references
         return {}
-    try:
-        return {w: store.select(opened, workload=w) for w in workloads}
-    finally:
-        opened.close()
+    except DnnbenchError as exc:   # a store that cannot be used costs the page its references, no more
+        from dnnbench.console import warn
+        warn(f"published references not shown: {exc}")
+        return {}
