@@ -147,6 +147,13 @@ def for_result(db_store, data: dict, row: dict) -> dict:
     return dict(match.compare(m, found), references=len(found))
 
 
+def title(r: dict) -> str:
+    """A reference as a line names it: source, system, and the source's workload where it is not
+    dnnbench's name (milabench's resnet50-noio)."""
+    own = r.get("source_workload")
+    return f"{r['source']} {r['system']}" + (f", {own}" if own and own != r.get("workload") else "")
+
+
 def lines(block: dict) -> list[str]:
     """The block as lines for the terminal: each comparable reference with where the result
     stands; else the nearest and what differs; else that none of this workload was imported."""
@@ -160,7 +167,7 @@ def lines(block: dict) -> list[str]:
             spread = (f"; {r['in_spread']} its spread {fmt(r['spread'][0])} to {fmt(r['spread'][1])} "
                       f"(n={r.get('samples')})")
         value = f"{fmt(r['value'])} {r.get('unit') or ''}".strip()
-        out.append(f"reference {r['source']} {r['system']}: {value}, this result {where}{spread}")
+        out.append(f"reference {title(r)}: {value}, this result {where}{spread}")
     if block["matched"]:
         return out
     if not block["nearest"]:
@@ -168,6 +175,6 @@ def lines(block: dict) -> list[str]:
                 else "references: none comparable (other GPU models, precisions or units)"]
     out.append("references: none measured the same (nearest, not compared):")
     for r in block["nearest"]:
-        out.append(f"  {r['source']} {r['system']} ({r['gpu_count'] or '?'} x {r['gpu']}): {value_text(r)}; "
-                   f"differs: {', '.join(r['differs'])}")
+        out.append(f"  {title(r)} ({r['gpu_count'] or '?'} x {r['gpu']}): {value_text(r)}")
+        out.append(f"    differs: {', '.join(r['differs'])}")
     return out

@@ -59,7 +59,7 @@ def read(text: str, filename: str, precision: str | None = None, gpu: str | None
                 parsed.missing += 1
                 continue
             parsed.references.append(ref.make(
-                source=SOURCE, system=f"milabench {stem}", gpu=model,
+                source=SOURCE, system=stem, gpu=model,
                 gpu_count=None if name.endswith("-gpus") else 1, source_workload=name,
                 workload=tables.workload(SOURCE, name), precision=tables.precision(stated) or stated,
                 batch_size=batch, unit=tables.unit(SOURCE, name), **ref.spread([v for v in values if v])))
