@@ -32,6 +32,7 @@ def pg(cluster, monkeypatch):
     with engine.begin() as conn:
         conn.execute(text("DROP TABLE IF EXISTS results"))
         conn.execute(text("DROP TABLE IF EXISTS series"))
+        conn.execute(text("DROP TABLE IF EXISTS reference_numbers"))
         conn.execute(text("DROP TABLE IF EXISTS alembic_version"))
     engine.dispose()
     monkeypatch.setenv("DNNBENCH_DB", cluster.url())
@@ -115,3 +116,21 @@ def test_the_server_stopped_under_a_run_costs_one_warning_line(pg, cluster, tmp_
     assert json.loads((tmp_path / "pg2" / "result.json").read_text())["status"] == "ok"
     # the import catches up afterwards
     assert "1 imported" in dnnbench("history", "import", tmp_path, check=0).stderr
+
+
+def test_references_import_once_and_place_a_result_on_postgresql(pg, tmp_path):
+    """dnnbench refs on PostgreSQL: the public excerpts imported once (again: nothing new, the
+    summary's rounded minutes the same as the summarizer's whole ones), listed, and a result
+    placed against them by `history peers`."""
+    from tests import refs_results
+    refs = ROOT / "tests" / "fixtures" / "refs"
+    files = [refs / "lambda" / "pytorch-train-throughput-v2-fp16.csv", refs / "mlperf" / "v5.1" /
+             "Quanta_Cloud_Technology" / "summary.json", refs / "mlperf" / "summarizer-5.1.0" / "summary.csv"]
+    assert dnnbench("refs", "import", *files).returncode == 0
+    again = dnnbench("refs", "import", *files)
+    assert again.returncode == 0 and again.stderr.count(" 0 new,") == 3 and "1 updated" not in again.stderr
+    listed = _json(dnnbench("refs", "list", "--gpu", "NVIDIA H100 80GB HBM3", "--workload", "resnet50", "-f", "json"))
+    assert {(r["system"], r["gpu_count"], r["samples"]) for r in listed} == {
+        ("LambdaOD_Texas_1xH100_80GB_SXM5_v2", 1, 11), ("LambdaOD_Texas_8xH100_80GB_SXM5_v2", 8, 7)}
+    peers = _json(dnnbench("history", "peers", refs_results.write(tmp_path, 2790.0), "--json"))
+    assert [r["in_spread"] for r in peers["references"]["matched"]] == ["within"]

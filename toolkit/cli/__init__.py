@@ -11,7 +11,7 @@ import typer
 from dnnbench import __version__
 from dnnbench.errors import DnnbenchError
 
-from . import data, history, images, k8s, mlperf, results, runs
+from . import data, history, images, k8s, mlperf, refs, results, runs
 
 try:   # help text wraps between words only: `--start-iter` or `time-workload-random` never split
     from typer._click._textwrap import TextWrapper as _HelpWrapper
@@ -43,7 +43,7 @@ def _root(version: bool = typer.Option(False, "--version", callback=_version, is
     pass
 
 
-for _group in (images, runs, data, results, history, mlperf, k8s):
+for _group in (images, runs, data, results, history, mlperf, refs, k8s):
     _group.register(app)
 
 

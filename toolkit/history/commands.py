@@ -52,7 +52,7 @@ def ordered(rows: list[dict], by: str) -> list[dict]:
     return rows      # the store returns them oldest first
 
 
-def show(rows: list[dict], fmt: str, title: str, output: Path | None, wide: bool) -> None:
+def show(rows: list[dict], fmt: str, title: str, output: Path | None, wide: bool, marks: dict | None = None) -> None:
     from dnnbench.history import views
     if fmt not in views.FORMATS:
         raise DnnbenchError(f"unknown format {fmt!r}: choose {', '.join(views.FORMATS)}")
@@ -61,7 +61,7 @@ def show(rows: list[dict], fmt: str, title: str, output: Path | None, wide: bool
             raise DnnbenchError("--output needs --format csv, json or html")
         views.table(title, rows, wide)
         return
-    text = {"csv": views.as_csv, "json": views.as_json}[fmt](rows) if fmt != "html" else views.as_html(title, rows)
+    text = {"csv": views.as_csv, "json": views.as_json}[fmt](rows) if fmt != "html" else views.as_html(title, rows, marks)
     views.dump(text, output)
 
 
@@ -89,8 +89,15 @@ def list_command(filters: dict, fmt: str, output: Path | None, wide: bool, db: s
     title = f"dnnbench history: {len(rows):,} result(s)"
     if total > len(rows):
         title = f"dnnbench history: the newest {len(rows):,} of {total:,} results (--last 0: all)"
-    show(rows, fmt, title, output, wide)
+    show(rows, fmt, title, output, wide, _reference_marks(rows, db) if fmt == "html" else None)
     return 0
+
+
+def _reference_marks(rows: list[dict], db: str | None) -> dict:
+    """Each plotted series' published references (dnnbench.refs), drawn as their own marks."""
+    from dnnbench.history import views
+    from dnnbench.refs.marks import for_series
+    return for_series(rows, views.series_key, db)
 
 
 def series_command(job: str, by: str, gpu: str | None, fmt: str, output: Path | None, wide: bool,
@@ -130,7 +137,8 @@ def peers_command(result: Path, as_json: bool, db: str | None) -> int:
     from dnnbench.workloads import schema
     path = result / schema.RESULT_FILE if result.is_dir() else result
     try:
-        mine = row(path, schema.read(str(path)))
+        data = schema.read(str(path))
+        mine = row(path, data)
     except ValueError as exc:
         raise DnnbenchError(str(exc)) from None
     except OSError as exc:
@@ -142,6 +150,7 @@ def peers_command(result: Path, as_json: bool, db: str | None) -> int:
         peers = [r["throughput"] for r in store.select(job=mine["job"], gpu=mine["gpu"], status="ok",
                                                        columns=("identity", "throughput"))
                  if r["identity"] != mine["identity"] and isinstance(r.get("throughput"), (int, float))]
+        references = _references(store, data, mine)
     finally:
         store.close()
     facts = {"job": mine["job"], "gpu": mine["gpu"], "throughput": mine["throughput"], "unit": mine["unit"],
@@ -152,19 +161,36 @@ def peers_command(result: Path, as_json: bool, db: str | None) -> int:
                      vs_median_pct=(mine["throughput"] / median - 1) * 100 if median else None,
                      low=min(peers), high=max(peers))
     if as_json:
-        views.dump(views.json_text(facts), None)
+        views.dump(views.json_text(dict(facts, references=references)), None)
         return 0
     unit = mine.get("unit") or ""
     out.print(Text(f"{views.name(mine['job'])} on {views.name(mine['gpu'])}: {fmt(mine['throughput'])} "
                    f"{views.name(unit)}"))
     if not peers:
         out.print(Text("no peers in the history yet (same job, same GPU model)"))
+        _print_references(references)
         return 0
     out.print(Text(f"peers: {len(peers)} result(s) of the same job on the same GPU model; median "
                    f"{fmt(facts['median'])} {unit}, range {fmt(facts['low'])} to {fmt(facts['high'])}"))
     out.print(Text(f"this result: percentile {facts['percentile']:.0f} ({facts['vs_median_pct']:+.1f} % "
                    f"against the median)"))
+    _print_references(references)
     return 0
+
+
+def _references(store, data: dict, mine: dict) -> dict:
+    """The published references that measured the same thing, or the nearest (dnnbench.refs)."""
+    from dnnbench.refs.commands import for_result
+    return for_result(store, data, mine)
+
+
+def _print_references(block: dict) -> None:
+    from rich.text import Text
+
+    from dnnbench.console import out, visible
+    from dnnbench.refs.commands import lines
+    for line in lines(block):
+        out.print(Text(visible(line, one_line=True)), soft_wrap=False)
 
 
 def changes_command(job: str | None, by: str, fmt: str, db: str | None, push: str | None = None) -> int:

@@ -90,7 +90,7 @@ def series_key(row: dict) -> str:
     return f"{row.get('job')} on {row.get('gpu')}"
 
 
-def as_html(title: str, rows: list[dict]) -> str:
+def as_html(title: str, rows: list[dict], marks: dict | None = None) -> str:
     """One self-contained page: a plot per job and GPU model (inline SVG: no image files, no
     scripts), then the rows."""
     from html import escape
@@ -98,7 +98,8 @@ def as_html(title: str, rows: list[dict]) -> str:
     for r in rows:
         if isinstance(r.get("throughput"), (int, float)):
             groups.setdefault(series_key(r), []).append(r)
-    plots = "\n".join(f"<h2>{escape(name)}</h2>\n{svg(points)}" for name, points in groups.items())
+    plots = "\n".join(f"<h2>{escape(name)}</h2>\n{svg(points, (marks or {}).get(name, []))}"
+                      for name, points in groups.items())
     from dnnbench.console import number
     from dnnbench.results.numbers import fmt
     head = "".join(f"<th>{escape(k)}</th>" for k in PAGE)
@@ -116,12 +117,17 @@ def as_html(title: str, rows: list[dict]) -> str:
             "</body></html>\n")
 
 
-def svg(points: list[dict], width: int = 720, height: int = 240) -> str:
+def svg(points: list[dict], references: list | None = None, width: int = 720, height: int = 240) -> str:
     """A job's series: each result a dot with its 95 % CI as a bar, in order, on a y axis that
-    starts at zero (a small change should look small)."""
+    starts at zero (a small change should look small); published references (refs.marks) as
+    their own labelled marks."""
     from html import escape
+
+    from dnnbench.refs.marks import SHOWN, svg_lines
     pad = 40
-    top = max((p.get("ci_high") or p["throughput"]) for p in points) * 1.1 or 1.0
+    references = references or []
+    top = max([(p.get("ci_high") or p["throughput"]) for p in points]
+              + [r.get("spread_high") or r["value"] for r in references[:SHOWN]]) * 1.1 or 1.0
     n = len(points)
 
     def x(i: int) -> float:
@@ -146,6 +152,7 @@ def svg(points: list[dict], width: int = 720, height: int = 240) -> str:
         tip = escape(f"{p.get('image') or '-'} {p.get('started')}: {p['throughput']:.4g}")
         parts.append(f'<circle class="point" cx="{x(i):.1f}" cy="{y(p["throughput"]):.1f}" r="3" fill="#136">'
                      f"<title>{tip}</title></circle>")
+    parts.append(svg_lines(references, y, pad, width - pad))
     return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
             f'viewBox="0 0 {width} {height}">' + "".join(parts) + "</svg>")
 

@@ -372,6 +372,8 @@ def report_command(paths: list[Path], fmt: str, baseline: Path | None, weights: 
         from dnnbench.results.plots import plots as make_plots
         pngs = make_plots(jobs)        # in memory: the page embeds them, no PNG left beside it
     text = render(table, fmt, total_score=total, with_baseline=targets is not None, wide=wide, pngs=pngs)
+    if form.name == "html" and text is not None:     # published references as their own marks
+        text = _with_references(text, jobs)
     if text is not None:
         if output:
             _write(output, text)
@@ -385,6 +387,13 @@ def report_command(paths: list[Path], fmt: str, baseline: Path | None, weights: 
     return exported(_exit(table), table, junit=junit, suite=paths[0].resolve().name if len(paths) == 1 else "report",
                     summary="dnnbench report against the baseline" if targets is not None else None,
                     push=push, group="dnnbench-report")
+
+
+def _with_references(page: str, jobs: dict) -> str:
+    from dnnbench.refs import marks
+    found = marks.for_jobs(jobs)
+    values = {j.job: j.throughput for j in jobs.values()}
+    return marks.add_to_page(page, marks.section(found, values))
 
 
 def _exit(table: list[dict]) -> int:
