@@ -37,9 +37,10 @@ def report(
     when it straddles a bound, with one run, or against a baseline folder whose load differed 3x)
     and a score (weighted geometric mean of ratios). Exit 1 when a job fails its target; 3 when
     all else succeeded but --push did not (docs/ci-and-metrics.md)."""
+    from dnnbench.refs.marks import with_references
     from dnnbench.results.report import report_command
     raise typer.Exit(report_command(results, fmt, baseline, weight, tolerance, output, plots, wide_csv, strict,
-                                     wide=wide, junit=junit, push=push))
+                                     wide=wide, junit=junit, push=push, html_extra=with_references))
 
 
 def compare(a: Path = typer.Argument(..., help="Results of machine/image A."),

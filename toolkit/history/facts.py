@@ -3,6 +3,8 @@ and the facts queries filter on, read from the result's manifest and system sect
 from __future__ import annotations
 
 import hashlib
+
+from dnnbench.results.naming import image_digest
 import json
 import os
 import re
@@ -47,12 +49,6 @@ def kind(data: dict) -> str:
     return "run"
 
 
-def digest(data: dict) -> str | None:
-    """The image by digest, as the host's manifest recorded it (docker id or .sif sha256)."""
-    image = _dict(_dict(_dict(data.get("manifest")).get("host")).get("image"))
-    return _text(image.get("id") or image.get("sha256") or next(iter(image.get("repo_digests") or []), None))
-
-
 def content_hash(data: dict) -> str:
     """The result's content, hashed the same from the dict finalize wrote and from the file read
     back: compact sorted JSON (the C encoder: 6x faster than the file's indented form). A NaN,
@@ -81,7 +77,7 @@ def row(path: Path | str, data: dict) -> dict:
         "run_id": _text(data.get("run_id")), "kind": kind(data), "job": job, "job_key": job_key(job),
         "workload": _text(data.get("workload")), "status": _text(data.get("status")),
         "image": _text(host.get("image") or system.get("image") or manifest.get("image")),
-        "digest": digest(data), "base": _text(host.get("base") or system.get("base") or manifest.get("base")),
+        "digest": image_digest(data), "base": _text(host.get("base") or system.get("base") or manifest.get("base")),
         "host": machine, "gpu": gpu_model(data), "gpu_count": len(gpus),
         "started": when(data.get("started")), "throughput": head.get("value"),
         "ci_low": head.get("ci95_low"), "ci_high": head.get("ci95_high"), "unit": _text(data.get("unit")),

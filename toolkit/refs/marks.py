@@ -150,3 +150,10 @@ def _stored(workloads: set, db: str | None) -> dict[str, list[dict]]:
         from dnnbench.console import warn
         warn(f"published references not shown: {exc}")
         return {}
+
+
+def with_references(page: str, jobs: dict) -> str:
+    """A report's html page with the published references of its jobs as their own marks."""
+    found = for_jobs(jobs)
+    values = {j.job: j.throughput for j in jobs.values()}
+    return add_to_page(page, section(found, values))

@@ -20,3 +20,12 @@ def gpu_model(data: dict) -> str:
 def gpu_name(data: dict) -> str:
     gpus = (data.get("system") or {}).get("gpus") or []
     return f"{len(gpus)} x {gpu_model(data)}" if gpus else "CPU"
+
+
+def image_digest(data: dict) -> str | None:
+    """The image by digest, as the host's manifest recorded it (docker id or .sif sha256), or None."""
+    def of(value) -> dict:
+        return value if isinstance(value, dict) else {}
+    image = of(of(of(data.get("manifest")).get("host")).get("image"))
+    found = image.get("id") or image.get("sha256") or next(iter(image.get("repo_digests") or []), None)
+    return None if found is None or found == "" else str(found)

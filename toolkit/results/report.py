@@ -17,7 +17,7 @@ from dnnbench.workloads import fileio, schema
 from dnnbench.console import visible
 from dnnbench.containers.engines import lookup
 from dnnbench.errors import DnnbenchError
-from dnnbench.history.facts import digest
+from dnnbench.results.naming import image_digest
 from dnnbench.results import baseline as baseline_mod, fleet, load, numbers
 from dnnbench.results.formats import View, format_of
 from dnnbench.results.formats.cells import fmt as _fmt
@@ -179,7 +179,7 @@ def collect(paths: list[Path], system: str | None = None, strict: bool = False) 
                                        world_size=int(data.get("world_size") or 1), unit="",
                                        image=image, base=base, model=gpu_model(data)))
         job.paths.append(str(path))
-        made_on = digest(data)
+        made_on = image_digest(data)
         if made_on and made_on not in job.digests:
             job.digests.append(made_on)
         r = rate(data) if data["status"] == "ok" else None
@@ -344,7 +344,10 @@ def lambda_csv(jobs: dict) -> str:
 
 def report_command(paths: list[Path], fmt: str, baseline: Path | None, weights: list[str], tolerance: float,
                    output: Path | None, plots: Path | None, wide_csv: Path | None, strict: bool = False,
-                   wide: bool = False, junit: Path | None = None, push: str | None = None) -> int:
+                   wide: bool = False, junit: Path | None = None, push: str | None = None,
+                   html_extra=None) -> int:
+    """The report. html_extra(page, jobs): what the caller adds to an html page (the CLI adds the
+    published references, from the history store above this package)."""
     form = format_of(fmt)   # before any result is read
     if not 0 <= tolerance < 1:
         raise DnnbenchError(f"--tolerance {tolerance}: give a fraction from 0 to below 1, e.g. 0.05")
@@ -372,8 +375,8 @@ def report_command(paths: list[Path], fmt: str, baseline: Path | None, weights: 
         from dnnbench.results.plots import plots as make_plots
         pngs = make_plots(jobs)        # in memory: the page embeds them, no PNG left beside it
     text = render(table, fmt, total_score=total, with_baseline=targets is not None, wide=wide, pngs=pngs)
-    if form.name == "html" and text is not None:     # published references as their own marks
-        text = _with_references(text, jobs)
+    if form.name == "html" and text is not None and html_extra is not None:
+        text = html_extra(text, jobs)
     if text is not None:
         if output:
             _write(output, text)
@@ -387,13 +390,6 @@ def report_command(paths: list[Path], fmt: str, baseline: Path | None, weights: 
     return exported(_exit(table), table, junit=junit, suite=paths[0].resolve().name if len(paths) == 1 else "report",
                     summary="dnnbench report against the baseline" if targets is not None else None,
                     push=push, group="dnnbench-report")
-
-
-def _with_references(page: str, jobs: dict) -> str:
-    from dnnbench.refs import marks
-    found = marks.for_jobs(jobs)
-    values = {j.job: j.throughput for j in jobs.values()}
-    return marks.add_to_page(page, marks.section(found, values))
 
 
 def _exit(table: list[dict]) -> int:
