@@ -63,14 +63,16 @@ json.dump(data, open(os.path.join(folder, "result.json"), "w"))
 '''
 
 
-def _reframe(where: Path, partition: dict, *args, env=None, timeout=600):
-    """`reframe -C SITE ... -r` with everything it writes under `where` (its log file too)."""
+def _reframe(where: Path, partition: dict | None, *args, env=None, timeout=600, action="-r"):
+    """`reframe -C SITE ... -r` with everything it writes under `where` (its log file too);
+    without a partition, on ReFrame's generic system (no -C)."""
     where.mkdir(parents=True, exist_ok=True)
     config = where / "site.py"
     config.write_text("site_configuration = " + repr({"systems": [{
         "name": "dnnbench-test", "descr": "dnnbench's tests", "hostnames": [".*"], "partitions": [partition]}]}))
-    res = subprocess.run([*REFRAME, "-C", str(config), "--prefix", str(where / "rfm"),
-                          "--report-file", str(where / "report.json"), *args, "-r"],
+    site = ["-C", str(config)] if partition else []
+    res = subprocess.run([*REFRAME, *site, "--prefix", str(where / "rfm"),
+                          "--report-file", str(where / "report.json"), *args, action],
                          cwd=where, capture_output=True, text=True, timeout=timeout,
                          env={**os.environ, "TMPDIR": str(where), **(env or {})})
     report = json.loads((where / "report.json").read_text()) if (where / "report.json").exists() else {}
@@ -121,6 +123,18 @@ def test_smoke_passes_on_the_local_partition_with_dnnbenchs_figures_in_the_perfl
     assert float(row["throughput_ci95_low_value"]) == pytest.approx(job["ci95_low"], rel=1e-9)
     assert float(row["throughput_ci95_high_value"]) == pytest.approx(job["ci95_high"], rel=1e-9)
     assert f"P: throughput: {row['throughput_value']} images/s" in res.stdout
+
+
+def test_reframes_generic_system_takes_the_smoke_check(tmp_path):
+    """No site configuration at all: the generic system selects the smoke check and sets its
+    job up (a dry run: the run itself is the local partition's test above)."""
+    res, cases = _reframe(tmp_path, None, "-c", str(CHECKS), "-t", "smoke", action="--dry-run",
+                          env={"RFM_CONFIG_FILES": ""})
+    assert res.returncode == 0, _said(res, cases)
+    assert "selected system:   'generic'" in res.stdout
+    assert "dnnbench_smoke" in cases and "dnnbench_throughput" not in cases   # a GPU check is not
+    [script] = (tmp_path / "rfm" / "stage" / "generic").rglob("rfm_job.sh")
+    assert " -m dnnbench run resnet18 " in script.read_text() and "--runtime host --gpus cpu" in script.read_text()
 
 
 @pytest.fixture(scope="module")
@@ -224,3 +238,19 @@ def test_smoke_passes_on_slurm_in_apptainer(slurm_cluster, built_sif, tmp_path):
     script = (tmp_path / "rfm" / "output" / "dnnbench-test" / "debug" / "builtin" / "dnnbench_smoke" / "rfm_job.sh")
     assert "#SBATCH --partition=debug" in script.read_text() and "--runtime apptainer" in script.read_text()
     assert row["runtime"] == "apptainer"
+
+
+def test_every_setting_and_figure_is_documented():
+    """docs/reframe.md's tables name every variable the library adds to ReFrame's and every
+    performance variable a check reports."""
+    import reframe as rfm
+
+    from dnnbench.reframe.library import DnnbenchRun, DnnbenchTrain
+    text = (ROOT / "docs" / "reframe.md").read_text()
+    own = set(DnnbenchRun._rfm_var_space.vars) | set(DnnbenchTrain._rfm_var_space.vars)
+    added = own - set(rfm.RunOnlyRegressionTest._rfm_var_space.vars)
+    assert {"workload", "reference_job", "image"} <= added
+    assert [name for name in sorted(added) if f"`{name}`" not in text] == []
+    source = (ROOT / "toolkit" / "reframe" / "library.py").read_text()
+    figures = {"throughput", "throughput_ci95_low", "throughput_ci95_high", "time_to_target", "best"}
+    assert all(f'"{name}"' in source and f"`{name}`" in text for name in figures)

@@ -7,10 +7,11 @@ from __future__ import annotations
 import os
 import statistics
 from pathlib import Path
+from typing import Any
 
 from dnnbench.results import numbers
 from dnnbench.results.naming import gpu_model, job_name
-from dnnbench.workloads import WORKLOADS, schema
+from dnnbench.workloads import WORKLOADS, fileio, schema
 
 
 class ResultProblem(ValueError):
@@ -23,6 +24,17 @@ def unit(workload: str) -> str:
     if spec is None:
         raise ResultProblem(f"unknown workload {workload!r}; `dnnbench workloads` lists them")
     return f"{spec.unit}/s"
+
+
+LOG_MAX = 2**20     # a refusal's standard error is a few lines; a long run's is not read for one
+
+
+def job_log(path: Path) -> str:
+    """A job's standard error, through the file layer; "" when it is missing or long."""
+    try:
+        return fileio.read_text(str(path), LOG_MAX, errors="replace")
+    except (OSError, ValueError):
+        return ""
 
 
 def said(log: str) -> str | None:
@@ -76,18 +88,19 @@ def throughput(data: dict) -> dict:
     return numbers.run_headline(data)
 
 
-def time_to_target(data: dict) -> float:
-    value = (data.get("training") or {}).get("time_to_target_s")
+def _training(data: dict, key: str, what: str) -> float:
+    value: Any = (data.get("training") or {}).get(key)
     if not schema.finite(value):
-        raise ResultProblem(f"{job_name(data)}: no time to target in the result")
+        raise ResultProblem(f"{job_name(data)}: no {what} in the result")
     return float(value)
+
+
+def time_to_target(data: dict) -> float:
+    return _training(data, "time_to_target_s", "time to target")
 
 
 def best(data: dict) -> float:
-    value = (data.get("training") or {}).get("best")
-    if not schema.finite(value):
-        raise ResultProblem(f"{job_name(data)}: no evaluation in the result")
-    return float(value)
+    return _training(data, "best", "evaluation")
 
 
 def history_reference(data: dict, job: str, *, last: int, db: str | None = None) -> tuple[float, int]:

@@ -79,7 +79,8 @@ class DnnbenchCheck(rfm.RunOnlyRegressionTest):
         """The job: one dnnbench command, its run folder named here so the sanity and the
         performance functions find its result."""
         # by default in the check's output folder, which ReFrame keeps (the stage folder goes)
-        results = Path(self.results or os.path.join(self.outputdir, "results")).absolute()
+        # (a --dry-run has no output folder: its stage folder then)
+        results = Path(self.results or os.path.join(self.outputdir or self.stagedir, "results")).absolute()
         try:     # said now, before a job waits in a queue to find it out
             check_writable(results, "results dir")
         except DnnbenchError as exc:
@@ -116,8 +117,9 @@ class DnnbenchCheck(rfm.RunOnlyRegressionTest):
                 runtime = platform.lower()      # one of the engine's own names
                 environ = self.current_partition.container_environs.get(platform)
                 if environ is not None:   # the platform's modules and variables, as ReFrame's own
-                    self.modules = list(self.modules) + list(environ.modules)
-                    self.env_vars = {**self.env_vars, **environ.env_vars}
+                    had_modules, had_vars = getattr(self, "modules"), getattr(self, "env_vars")   # untyped
+                    self.modules = [*had_modules, *environ.modules]
+                    self.env_vars = {**had_vars, **environ.env_vars}
         if not runtime and not (self.image or self.base):
             runtime = "host"
         self.runtime = runtime         # the perflog says how it ran
@@ -137,11 +139,7 @@ class DnnbenchCheck(rfm.RunOnlyRegressionTest):
         if cached is not None:
             return cached
         try:
-            log = Path(self.stagedir, self.job.stderr).read_text(errors="replace")
-        except OSError:
-            log = ""
-        try:
-            data = figures.read(Path(self.result_file).parent, log)
+            data = figures.read(Path(self.result_file).parent, figures.job_log(Path(self.stagedir, self.job.stderr)))
         except figures.ResultProblem as exc:
             raise SanityError(str(exc)) from None
         self._dnnbench_result = data
