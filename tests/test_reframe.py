@@ -192,7 +192,8 @@ def test_training_to_a_target_reports_the_time_to_target(tmp_path):
 def test_the_training_check_without_a_dataset_is_skipped_with_why(tmp_path):
     res, cases = _reframe(tmp_path, LOCAL, "-c", str(CHECKS), "-n", "dnnbench_train", "-S", "valid_systems=*")
     assert res.returncode == 0, _said(res, cases)
-    assert "-S dnnbench_train.data=DIR" in res.stdout
+    assert cases["dnnbench_train"]["result"] == "skip"
+    assert "SKIP" in res.stdout and "set it with -S dnnbench_train.data=DIR" in res.stdout
 
 
 def _blocker(tmp_path: Path) -> Path:
@@ -206,7 +207,7 @@ def _blocker(tmp_path: Path) -> Path:
     (lambda t: f"results={_blocker(t) / 'sub'}", "setup", ["a-file is not a folder"]),
     (lambda t: "workload=nope", "setup", ["unknown workload 'nope'"]),
     # what dnnbench refuses reaches the sanity message as dnnbench's own error line
-    (lambda t: "batch_size=-3", "sanity", ["dnnbench said 'error:", "--batch-size"]),
+    (lambda t: "batch_size=-3", "sanity", ["dnnbench said: error:", "--batch-size"]),
     # a result with status ok and no throughput
     (lambda t: f"dnnbench={sys.executable} {t / 'fake.py'}", "sanity", ["status ok but no throughput",
                                                                       "has no timed window"]),

@@ -49,7 +49,7 @@ def read(run_dir: Path, log: str = "") -> dict:
     path = run_dir / schema.RESULT_FILE
     if not os.path.lexists(path):
         line = said(log)
-        raise ResultProblem(f"no {schema.RESULT_FILE} in {run_dir}" + (f": dnnbench said {line!r}" if line else
+        raise ResultProblem(f"no {schema.RESULT_FILE} in {run_dir}" + (f": dnnbench said: {line}" if line else
                                                                          ": see the job's output"))
     try:
         return schema.read(str(path))

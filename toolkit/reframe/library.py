@@ -241,7 +241,7 @@ class DnnbenchTrain(DnnbenchCheck):
     target_accuracy = variable(float)
     epochs = variable(int, value=0)
 
-    @run_after("init")
+    @run_before("setup")     # after init ReFrame drops a skipped check without a word
     def needs_data(self):
         self.skip_if(not self.data, f"{self.name} trains on a real dataset: set it with -S {self.name}.data=DIR")
 
