@@ -76,7 +76,7 @@ def _reframe(where: Path, partition: dict | None, *args, env=None, timeout=600, 
                          cwd=where, capture_output=True, text=True, timeout=timeout,
                          env={**os.environ, "TMPDIR": str(where), **(env or {})})
     report = json.loads((where / "report.json").read_text()) if (where / "report.json").exists() else {}
-    cases = {c["name"]: c for run in report.get("runs", []) for c in run["testcases"]}
+    cases = {c["display_name"]: c for run in report.get("runs", []) for c in run["testcases"]}
     return res, cases
 
 
@@ -128,13 +128,43 @@ def test_smoke_passes_on_the_local_partition_with_dnnbenchs_figures_in_the_perfl
 def test_reframes_generic_system_takes_the_smoke_check(tmp_path):
     """No site configuration at all: the generic system selects the smoke check and sets its
     job up (a dry run: the run itself is the local partition's test above)."""
-    res, cases = _reframe(tmp_path, None, "-c", str(CHECKS), "-t", "smoke", action="--dry-run",
-                          env={"RFM_CONFIG_FILES": ""})
+    res, cases = _reframe(tmp_path, None, "-c", str(CHECKS), "-t", "smoke", "-P", "precision=none,bf16",
+                          action="--dry-run", env={"RFM_CONFIG_FILES": ""})
     assert res.returncode == 0, _said(res, cases)
     assert "selected system:   'generic'" in res.stdout
-    assert "dnnbench_smoke" in cases and "dnnbench_throughput" not in cases   # a GPU check is not
-    [script] = (tmp_path / "rfm" / "stage" / "generic").rglob("rfm_job.sh")
-    assert " -m dnnbench run resnet18 " in script.read_text() and "--runtime host --gpus cpu" in script.read_text()
+    assert {name: c["result"] for name, c in cases.items()} == {"dnnbench_smoke %.precision=none": "pass",
+                                                               "dnnbench_smoke %.precision=bf16": "pass"}
+    scripts = [p.read_text() for p in sorted((tmp_path / "rfm" / "stage" / "generic").rglob("rfm_job.sh"))]
+    assert all(" -m dnnbench run resnet18 " in t and "--runtime host --gpus cpu" in t for t in scripts)
+    assert sorted("--amp bf16" in t for t in scripts) == [False, True]      # -P: one case each
+
+
+# a GPU partition whose container platform is Apptainer, with the variables a site sets for it
+GPU = {"name": "gpu", "scheduler": "local", "launcher": "local", "environs": ["builtin"], "features": ["gpu"],
+       "container_platforms": [{"type": "Apptainer", "env_vars": [["APPTAINER_CACHEDIR", "/scratch/cache"]]}]}
+
+
+def test_a_gpu_partition_runs_the_throughput_check_in_its_container_platform(tmp_path):
+    """The runtime comes from the partition's container platform (with its variables), the GPUs
+    from its `gpu` feature (a dry run: this machine has no GPU)."""
+    sif = tmp_path / "x.sif"
+    res, cases = _reframe(tmp_path, GPU, "-c", str(CHECKS), "-t", "throughput", "-S", f"image={sif}",
+                          "-S", "workload=bert", action="--dry-run")
+    assert res.returncode == 0 and list(cases) == ["dnnbench_throughput"], _said(res, cases)
+    [script] = (tmp_path / "rfm" / "stage").rglob("rfm_job.sh")
+    text = script.read_text()
+    assert "export APPTAINER_CACHEDIR=/scratch/cache" in text
+    assert "run bert --results " in text and f"--runtime apptainer --image {sif} --gpus all --amp fp16" in text
+    assert "P: throughput: None sequences/s" in res.stdout            # the workload's own unit
+
+
+def test_a_container_platform_dnnbench_does_not_run_fails_at_setup(tmp_path):
+    partition = dict(GPU, container_platforms=[{"type": "Sarus"}])
+    res, cases = _reframe(tmp_path, partition, "-c", str(CHECKS), "-t", "throughput", "-S", "image=x",
+                          action="--dry-run")
+    case = cases["dnnbench_throughput"]
+    assert res.returncode != 0 and case["fail_phase"] == "setup", _said(res, cases)
+    assert "dnnbench runs no Sarus container: set the check's runtime" in case["fail_reason"]
 
 
 @pytest.fixture(scope="module")

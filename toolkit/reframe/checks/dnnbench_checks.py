@@ -4,7 +4,7 @@ dnnbench_smoke (tag smoke) runs on any system, ReFrame's generic one included: a
 resnet18 on the CPU, seconds. dnnbench_throughput (tag throughput) measures a workload's training
 throughput on partitions with the feature `gpu`; dnnbench_train (tag train) trains to a target
 there. Every setting is a variable: `-S dnnbench_throughput.workload=bert`, or several values at
-once with `-P workload:resnet50,bert -P precision:none,fp16`. References per system and partition
+once with `-P workload=resnet50,bert -P precision=none,fp16`. References per system and partition
 go in a subclass's `reference` (dnnbench.reframe.library has the classes), or come from dnnbench's
 history (`-S reference_job=JOB`). docs/reframe.md has the rest."""
 import reframe as rfm
