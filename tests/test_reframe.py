@@ -127,8 +127,12 @@ def test_smoke_passes_on_the_local_partition_with_dnnbenchs_figures_in_the_perfl
 
 def test_reframes_generic_system_takes_the_smoke_check(tmp_path):
     """No site configuration at all: the generic system selects the smoke check and sets its
-    job up (a dry run: the run itself is the local partition's test above)."""
-    res, cases = _reframe(tmp_path, None, "-c", str(CHECKS), "-t", "smoke", "-P", "precision=none,bf16",
+    job up (a dry run: the run itself is the local partition's test above). The folder is
+    the README's `$(python -m dnnbench.reframe)`."""
+    checks = subprocess.run([sys.executable, "-m", "dnnbench.reframe"], capture_output=True, text=True,
+                            check=True).stdout.strip()
+    assert checks == str(CHECKS) and (CHECKS / "dnnbench_checks.py").is_file()
+    res, cases = _reframe(tmp_path, None, "-c", checks, "-t", "smoke", "-P", "precision=none,bf16",
                           action="--dry-run", env={"RFM_CONFIG_FILES": ""})
     assert res.returncode == 0, _said(res, cases)
     assert "selected system:   'generic'" in res.stdout
