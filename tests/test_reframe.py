@@ -133,6 +133,7 @@ def test_reframes_generic_system_takes_the_smoke_check(tmp_path):
                             check=True).stdout.strip()
     assert checks == str(CHECKS) and (CHECKS / "dnnbench_checks.py").is_file()
     res, cases = _reframe(tmp_path, None, "-c", checks, "-t", "smoke", "-P", "precision=none,bf16",
+                          "-S", "reference_job=resnet18-bs2", "-S", "reference_upper=0.2",   # nothing to judge yet
                           action="--dry-run", env={"RFM_CONFIG_FILES": ""})
     assert res.returncode == 0, _said(res, cases)
     assert "selected system:   'generic'" in res.stdout

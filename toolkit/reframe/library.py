@@ -184,7 +184,7 @@ class DnnbenchCheck(rfm.RunOnlyRegressionTest):
     @run_before("performance")
     def reference_from_history(self):
         """`reference_job`: the throughput reference of this partition from the history store."""
-        if not self.reference_job:
+        if not self.reference_job or self.is_dry_run():     # a dry run has no result to judge
             return
         try:
             value, _ = figures.history_reference(self.run_result(), self.reference_job, last=self.reference_last,
