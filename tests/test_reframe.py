@@ -50,14 +50,16 @@ class site_from_history(DnnbenchSmoke):
     reference_lower = -1.0
 '''
 
-# A stand-in for dnnbench that writes an ok result without a single timed window (real windows
-# removed from a recorded result), as a damaged or foreign result file would be
-NO_THROUGHPUT = f'''
+# A stand-in for dnnbench that writes a recorded result where the check looks for it, without
+# its timed windows with `bare` (as a damaged or foreign result file would be): what the
+# check reads of a result, without a run
+STAND_IN = f'''
 import json, os, sys
 args = sys.argv[1:]
 folder = os.path.join(args[args.index("--results") + 1], args[args.index("--run-id") + 1])
 data = json.load(open({str(FIXTURES / "resnet18-bs4" / "r1" / "result.json")!r}))
-data["windows"] = []
+if os.environ.get("BARE"):
+    data["windows"] = []
 os.makedirs(folder)
 json.dump(data, open(os.path.join(folder, "result.json"), "w"))
 '''
@@ -236,27 +238,32 @@ def _blocker(tmp_path: Path) -> Path:
     return tmp_path / "a-file"
 
 
-@pytest.mark.parametrize("setting, phase, fragments", [
+@pytest.mark.parametrize("settings, phase, fragments", [
     # a results folder it cannot write: said before any job is submitted
-    (lambda t: f"results={_blocker(t)}", "setup", ["results dir", "a-file is not writable"]),
-    (lambda t: f"results={_blocker(t) / 'sub'}", "setup", ["a-file is not a folder"]),
-    (lambda t: "workload=nope", "setup", ["unknown workload 'nope'"]),
+    (lambda t: [f"results={_blocker(t)}"], "setup", ["results dir", "a-file is not writable"]),
+    (lambda t: [f"results={_blocker(t) / 'sub'}"], "setup", ["a-file is not a folder"]),
+    (lambda t: ["workload=nope"], "setup", ["unknown workload 'nope'"]),
     # what dnnbench refuses reaches the sanity message as dnnbench's own error line
-    (lambda t: "batch_size=-3", "sanity", ["dnnbench said: error:", "--batch-size"]),
+    (lambda t: ["batch_size=-3"], "sanity", ["dnnbench said: error:", "--batch-size"]),
     # a result with status ok and no throughput
-    (lambda t: f"dnnbench={sys.executable} {t / 'fake.py'}", "sanity", ["status ok but no throughput",
-                                                                      "has no timed window"]),
+    (lambda t: [f"dnnbench=BARE=1 {sys.executable} {t / 'stand_in.py'}"], "sanity",
+     ["status ok but no throughput", "has no timed window"]),
+    # a reference from a history store that has no result of the job
+    (lambda t: [f"dnnbench={sys.executable} {t / 'stand_in.py'}", "reference_job=no-such-job"], "performance",
+     ["reference_job 'no-such-job'"]),
 ])
-def test_bad_input_fails_the_check_with_one_clear_reason(tmp_path, setting, phase, fragments):
-    (tmp_path / "fake.py").write_text(NO_THROUGHPUT)
-    res, cases = _reframe(tmp_path, LOCAL, "-c", str(CHECKS), "-t", "smoke", "-S", setting(tmp_path))
+def test_bad_input_fails_the_check_with_one_clear_reason(tmp_path, settings, phase, fragments):
+    (tmp_path / "stand_in.py").write_text(STAND_IN)
+    res, cases = _reframe(tmp_path, LOCAL, "-c", str(CHECKS), "-t", "smoke",
+                          *[word for setting in settings(tmp_path) for word in ("-S", setting)])
     assert res.returncode != 0, _said(res, cases)
     case = cases["dnnbench_smoke"]
     assert case["result"] == "fail" and case["fail_phase"] == phase, case
     for fragment in fragments:
         assert fragment in case["fail_reason"], case["fail_reason"]
     assert "Traceback" not in res.stdout + res.stderr
-    assert (tmp_path / "a-file").read_text() == "" if (tmp_path / "a-file").exists() else True
+    if (tmp_path / "a-file").exists():
+        assert (tmp_path / "a-file").read_text() == ""      # nothing written over what blocked it
 
 
 @pytest.mark.engine
