@@ -66,14 +66,15 @@ json.dump(data, open(os.path.join(folder, "result.json"), "w"))
 
 
 def _reframe(where: Path, partition: dict | None, *args, env=None, timeout=600, action="-r"):
-    """`reframe -C SITE ... -r` with everything it writes under `where` (its log file too);
-    without a partition, on ReFrame's generic system (no -C)."""
+    """`reframe -C SITE ... -r` with everything it writes under `where` (its log file, the
+    topology it detects; never under ~/.reframe); without a partition, on ReFrame's generic
+    system (the configuration then names no system)."""
     where.mkdir(parents=True, exist_ok=True)
     config = where / "site.py"
-    config.write_text("site_configuration = " + repr({"systems": [{
-        "name": "dnnbench-test", "descr": "dnnbench's tests", "hostnames": [".*"], "partitions": [partition]}]}))
-    site = ["-C", str(config)] if partition else []
-    res = subprocess.run([*REFRAME, *site, "--prefix", str(where / "rfm"),
+    systems = [{"name": "dnnbench-test", "descr": "dnnbench's tests", "hostnames": [".*"], "partitions": [partition]}]
+    config.write_text("site_configuration = " + repr({"general": [{"topology_prefix": str(where / "topology")}],
+                                                      **({"systems": systems} if partition else {})}))
+    res = subprocess.run([*REFRAME, "-C", str(config), "--prefix", str(where / "rfm"),
                           "--report-file", str(where / "report.json"), *args, action],
                          cwd=where, capture_output=True, text=True, timeout=timeout,
                          env={**os.environ, "TMPDIR": str(where), **(env or {})})
@@ -128,7 +129,7 @@ def test_smoke_passes_on_the_local_partition_with_dnnbenchs_figures_in_the_perfl
 
 
 def test_reframes_generic_system_takes_the_smoke_check(tmp_path):
-    """No site configuration at all: the generic system selects the smoke check and sets its
+    """No system of the site's: the generic system selects the smoke check and sets its
     job up (a dry run: the run itself is the local partition's test above). The folder is
     the README's `$(python -m dnnbench.reframe)`."""
     checks = subprocess.run([sys.executable, "-m", "dnnbench.reframe"], capture_output=True, text=True,
@@ -136,7 +137,7 @@ def test_reframes_generic_system_takes_the_smoke_check(tmp_path):
     assert checks == str(CHECKS) and (CHECKS / "dnnbench_checks.py").is_file()
     res, cases = _reframe(tmp_path, None, "-c", checks, "-t", "smoke", "-P", "precision=none,bf16",
                           "-S", "reference_job=resnet18-bs2", "-S", "reference_upper=0.2",   # nothing to judge yet
-                          action="--dry-run", env={"RFM_CONFIG_FILES": ""})
+                          action="--dry-run")
     assert res.returncode == 0, _said(res, cases)
     assert "selected system:   'generic'" in res.stdout
     assert {name: c["result"] for name, c in cases.items()} == {"dnnbench_smoke %.precision=none": "pass",
