@@ -253,6 +253,10 @@ def minutes(seconds: float | None) -> str:
     return f"{m:.1f}" if m < 1000 else f"{m:,.0f}"
 
 
+def _rate(v: float) -> str:
+    return f"{v:,.0f}" if v >= 100 else f"{v:.3g}"
+
+
 def _basis_cell(r: dict) -> str:
     """The RCP column: `RCP` (one at this size), `LOW-HIGH` (interpolated), `<BS` (below them
     all: judged against the smallest), `none`."""
@@ -271,8 +275,8 @@ def show(result: dict) -> None:
     cells = []
     for r in result["plan"]:
         thr = r["throughput"]
-        rate = "-" if thr is None else (f"{thr['value']:,.0f}" + (f"+-{(thr['high'] - thr['low']) / 2:,.0f}"
-                                                                    if thr["high"] > thr["value"] else ""))
+        rate = "-" if thr is None else (_rate(thr["value"]) + (f"+-{_rate((thr['high'] - thr['low']) / 2)}"
+                                                              if thr["high"] > thr["value"] else ""))
         band = r["time_band_s"]
         time = "-" if r["time_s"] is None else f"{minutes(r['time_s'])} ({minutes(band[0])}-{minutes(band[1])})"
         basis = _basis_cell(r)
