@@ -294,7 +294,7 @@ def test_check_says_where_the_runs_epochs_stand_against_the_rcp(closed_run):
     block = json.loads((closed_run / "result.json").read_text())["mlperf"]["rcp"]
     assert block["standing"] == "too fast" and block["batch_size"] == 32 and block["judged_at"] == 1632
     assert block["epochs"] == json.loads((closed_run / "result.json").read_text())["training"]["reached_at_epoch"]
-    assert f"RCP at batch 32: {block['epochs']:.2f} epochs to converge, too fast" in res.stdout, res.stdout
+    assert f"RCP at batch 32: {block['epochs']:.2f} epochs to converge, TOO FAST" in res.stdout, res.stdout
 
 
 @pytest.mark.parametrize("batch, epochs", [(32, 33.5), (32, 34.5), (32, 36.0), (2048, 33.8), (2048, 34.0),

@@ -193,7 +193,7 @@ def rcp_line(block: dict) -> str:
     word = r["unit"]
     if r["standing"] == "not converged":
         return f"RCP: the run did not converge, so its {word} stand nowhere against the RCP"
-    head = f"RCP at batch {r['batch_size']}: {amount(r['epochs'], word)} {word} to converge, {r['standing']}"
+    head = f"RCP at batch {r['batch_size']}: {amount(r['epochs'], word)} {word} to converge, {r['standing'].upper()}"
     if r["standing"] == "no RCP":
         return f"{head} (no RCP covers batch {r['batch_size']}: mlperf-logging fails it as 'Missing RCP')"
     what = describe({**r, "basis": r["basis"]}, word)
@@ -224,8 +224,10 @@ def show(run: str, block: dict) -> None:
     out.print(visible(f"{run}: {head}"), markup=False, soft_wrap=True)
     if tt is not None:
         out.print(f"  run_start -> run_stop {tt:.1f} s, status {block.get('status')}", markup=False)
-    if block.get("rcp"):
-        out.print(f"  {rcp_line(block)}", markup=False)
+    if block.get("rcp"):   # wrapped under its own indent at the screen's width
+        import textwrap
+        out.print(textwrap.fill(rcp_line(block), width=max(out.width, 40), initial_indent="  ",
+                                subsequent_indent="    "), markup=False, soft_wrap=True)
     for m in block.get("messages") or []:
         out.print(visible(f"  {m}", one_line=True), markup=False, soft_wrap=True)
 
