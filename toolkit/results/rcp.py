@@ -135,8 +135,8 @@ def point(checker, batch_size: int) -> dict:
         else:
             basis = "none"
     out = {"batch_size": batch_size, "basis": basis,
-           "between": [low["BS"], high["BS"]] if basis == "interpolated" else None,
-           "judged_at": record["BS"] if basis == "below" else None}
+           "between": [low["BS"], high["BS"]] if low is not None and high is not None else None,
+           "judged_at": record["BS"] if record is not None and basis == "below" else None}
     if record is None:
         return {**out, "mean": None, "stdev": None, "min": None, "max_speedup": None}
     return {**out, "mean": float(record["RCP Mean"]), "stdev": float(record["RCP Stdev"]),
