@@ -6,6 +6,8 @@ import logging
 from types import SimpleNamespace
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dnnbench.results import rcp
 from tests.helpers import cli_inprocess, dnnbench, one_line_error
@@ -146,3 +148,18 @@ def test_job_throughput_comes_from_the_history_store(tmp_path):
 ])
 def test_bad_input_is_one_line_and_exit_2(args, fragments):
     one_line_error(plan(*args), *fragments)
+
+
+@settings(max_examples=60, derandomize=True, deadline=None, database=None)
+@given(st.sampled_from(["resnet", "bert", "resnet50"]) | st.text(max_size=12),
+       st.none() | st.text(max_size=20), st.none() | st.text(max_size=30))
+def test_any_input_is_a_plan_or_one_line(benchmark, sizes, rates):
+    """Drawn names, batch lists and throughputs: exit 0 with a plan, or 2 with one line."""
+    args = [benchmark, *(["--batch-sizes", sizes] if sizes is not None else []),
+            *(["--throughput", rates] if rates is not None else []), "--format", "json"]
+    res = plan(*args)
+    assert res.returncode in (0, 2) and "Traceback" not in res.stdout + res.stderr, res.stdout + res.stderr
+    if res.returncode == 2:
+        assert len([ln for ln in res.stderr.splitlines() if ln.startswith("error:")]) == 1, res.stderr
+    else:
+        assert json.loads(res.stdout)["plan"]

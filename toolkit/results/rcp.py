@@ -318,7 +318,7 @@ def job_throughput(jobs: list[str], db: str | None) -> dict[int, dict]:
     store = Store(db, create=False)
     try:
         for given in jobs:
-            bs_text, _, job = given.rpartition("=") if re.match(r"\s*\d+\s*=", given) else ("", "", given)
+            bs_text, _, job = given.partition("=") if re.match(r"\s*\d+\s*=", given) else ("", "", given)
             points = store.series(job)
             if not points:
                 raise DnnbenchError(f"--job: no ok result of job {job!r} in the history {store.name}")
