@@ -6,7 +6,8 @@ from typing import List, Optional
 
 import typer
 
-mlperf_app = typer.Typer(help="MLPerf Training: the official checker on a run's mlperf_log.txt.",
+mlperf_app = typer.Typer(help="MLPerf Training: the official checker on a run's mlperf_log.txt, and the "
+                              "reference convergence points (RCPs) a run is judged by.",
                          no_args_is_help=True)
 
 
@@ -15,7 +16,8 @@ def check(runs: List[Path] = typer.Argument(..., help="Run folders of `dnnbench 
     """Run mlperf-logging's compliance checker (training, ruleset 4.0.0) on each run's
     mlperf_log.txt, record its verdict and messages in result.json (`mlperf`) and print them.
     A resumed run's log has one segment per start and fails the checker, which accepts one
-    uninterrupted run. Exit 1 when a log fails."""
+    uninterrupted run. Also says where the run's epochs to converge stand against the RCP at its
+    global batch size (too fast, within, slower; docs/mlperf.md). Exit 1 when a log fails."""
     from dnnbench.results.mlperf import check_command
     raise typer.Exit(check_command(runs))
 
