@@ -341,29 +341,31 @@ def _recorded_verdict(run_dir: Path) -> str:
 
 
 def rcp_check(run_dirs: list[Path], good: list[dict], benchmark: str | None) -> str:
-    """mlperf-logging's RCP check (rcp_checker.check_directory) on the converged runs, where the
-    global batch size is one of the benchmark's reference convergence points."""
+    """mlperf-logging's RCP check (rcp_checker.check_directory, on the pruned RCPs as its package
+    checker runs it) on the converged runs, with the RCP it judged them by (results/rcp.py)."""
     sizes = {r["global_batch_size"] for r in good}
     if not good or len(sizes) != 1 or benchmark is None:
         return "-"
     size = sizes.pop()
-    try:
-        from mlperf_logging.rcp_checker import rcp_checker
-    except ImportError:
+    if checker_version() is None:
         return f"unchecked ({INSTALL})"
+    from mlperf_logging.rcp_checker import rcp_checker
+
+    from dnnbench.results import rcp
     try:
-        checker = rcp_checker.RCP_Checker(USAGE, RULESET, benchmark, False)
-    except Exception:   # noqa: BLE001 - a benchmark without reference points
+        point = rcp.point(rcp.load(benchmark, RULESET), size)
+    except DnnbenchError:
         return f"no RCPs for {benchmark}"
-    if checker._find_rcp(size, "full_rcps") is None:
-        points = sorted({rec["BS"] for rec in checker.rcp_data.values()})
-        return f"no RCP at batch {size} (RCPs at {', '.join(map(str, points[:4]))}, ...)"
+    what = rcp.describe(point, rcp.unit(benchmark))
+    if point["basis"] == "none":
+        return f"fail: {what} (mlperf-logging: Missing RCP)"
     by_name = {d.name: d for d in run_dirs}
     with tempfile.TemporaryDirectory(prefix="dnnbench-rcp-") as tmp:
         for i, r in enumerate(good):
             fileio.write_atomic_text(str(Path(tmp) / f"result_{i}.txt"), read_log(by_name[r["run"]]))
-        ok, message, norm = rcp_checker.check_directory(tmp, USAGE, RULESET, False, False, rcp_pass="full_rcps")
-    return f"{'pass' if ok else 'fail'}: {message}" + (f" (score x {norm:.3f})" if ok and norm and norm != 1 else "")
+        ok, message, norm = rcp_checker.check_directory(tmp, USAGE, RULESET, False, False, rcp_pass=rcp.PASS)
+    return (f"{'pass' if ok else 'fail'}: {message}" + (f" (score x {norm:.3f})" if ok and norm and norm != 1 else "")
+            + f"; {what}")
 
 
 def print_scores(jobs: dict) -> None:
