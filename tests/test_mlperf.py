@@ -181,7 +181,9 @@ def test_closed_rules_known_before_a_run_are_refused_in_one_line(tmp_path, digit
 
 
 def test_check_without_a_log_is_one_line(tmp_path):
-    one_line_error(dnnbench("mlperf", "check", tmp_path), "no mlperf_log.txt")
+    """A folder with no training run in it: said so, not "install mlperf-logging" (it is here)."""
+    line = one_line_error(dnnbench("mlperf", "check", tmp_path), "holds no training run", "no mlperf_log.txt")
+    assert "pip install" not in line
 
 
 # ---- scores: dnnbench's olympic mean against mlperf-logging's result_summarizer ----
@@ -267,3 +269,49 @@ def test_without_mlperf_logging_the_run_trains_and_says_so_in_one_line(tmp_path,
     assert res.returncode == 0, res.stderr[-2000:]
     assert res.stderr.count("mlperf-logging is not installed here") == 1
     assert not (tmp_path / "mlperf_log.txt").exists() and (tmp_path / "result.json").exists()
+
+
+# ---- where a run's epochs stand against the RCP (mlperf-logging's rcp_checker decides) ----
+
+def _converging_at(lines, epochs, batch):
+    """The log with its last evaluation at `epochs` and its global batch size `batch`."""
+    last = max(i for i, ln in enumerate(lines) if _key(ln) == "eval_accuracy")
+    out = []
+    for i, ln in enumerate(lines):
+        rec = json.loads(ln.split(":::MLLOG ", 1)[1])
+        if i == last:
+            rec["metadata"]["epoch_num"] = epochs
+        if rec["key"] == "global_batch_size":
+            rec["value"] = batch
+        out.append(":::MLLOG " + json.dumps(rec))
+    return "\n".join(out) + "\n"
+
+
+def test_check_says_where_the_runs_epochs_stand_against_the_rcp(closed_run):
+    """The digits run converges in a few epochs at batch 32, below every ResNet RCP: judged
+    against batch 1632's (35 epochs), it is too fast, and `mlperf check` says so."""
+    res = dnnbench("mlperf", "check", closed_run)
+    block = json.loads((closed_run / "result.json").read_text())["mlperf"]["rcp"]
+    assert block["standing"] == "too fast" and block["batch_size"] == 32 and block["judged_at"] == 1632
+    assert block["epochs"] == json.loads((closed_run / "result.json").read_text())["training"]["reached_at_epoch"]
+    assert f"RCP at batch 32: {block['epochs']:.2f} epochs to converge, TOO FAST" in res.stdout, res.stdout
+
+
+@pytest.mark.parametrize("batch, epochs", [(32, 33.5), (32, 34.5), (32, 36.0), (2048, 33.8), (2048, 34.0),
+                                           (2048, 35.1), (3264, 34.9), (100000, 90.0)])
+def test_the_rcp_standing_agrees_with_mlperf_loggings_rcp_checker(tmp_path, closed_run, batch, epochs):
+    """The real log converging at `epochs` with global batch `batch`: dnnbench's standing
+    against rcp_checker.check_directory on five such logs (the package checker's pruned RCPs):
+    too fast fails, within passes scaled up, slower passes as it is, no RCP is 'Missing RCP'."""
+    from mlperf_logging.rcp_checker import rcp_checker
+    text = _converging_at(_lines(closed_run / "mlperf_log.txt"), epochs, batch)
+    ours = mlperf.rcp_standing(text)
+    for i in range(5):
+        (tmp_path / f"result_{i}.txt").write_text(text)
+    passed, message, norm = rcp_checker.check_directory(str(tmp_path), "training", "4.0.0", False, False,
+                                                        rcp_pass="pruned_rcps")
+    expected = ("no RCP" if message.startswith("Missing RCP") and batch > 67840 else
+                "too fast" if not passed else "within" if norm > 1 else "slower")
+    assert ours["standing"] == expected, (ours, passed, message, norm)
+    if ours["standing"] == "within":
+        assert norm * epochs == pytest.approx(ours["mean"], abs=1e-9)

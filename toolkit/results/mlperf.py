@@ -51,10 +51,22 @@ def read_log(run_dir: Path) -> str:
     try:
         return fileio.read_text(str(path), MAX_LOG_BYTES, errors="replace")
     except FileNotFoundError:
+        if not _trained(Path(run_dir)):   # nothing trained there: mlperf-logging is not what is missing
+            raise DnnbenchError(f"{run_dir} holds no training run: no {LOG_FILE} and no result.json of "
+                                f"`dnnbench train` (give a run folder of train, or of a suite's training step)") from None
         raise DnnbenchError(f"{run_dir} has no {LOG_FILE} (trained before dnnbench wrote one, or an image "
                             f"without mlperf-logging: {INSTALL} there, or train with --runtime host)") from None
     except OSError as exc:
         raise DnnbenchError(f"{path}: {exc.strerror or exc}") from None
+
+
+def _trained(run_dir: Path) -> bool:
+    """The folder's result.json is a training run's (it has a `training` block)."""
+    try:
+        data = schema.read(str(run_dir / schema.RESULT_FILE))
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and isinstance(data.get("training"), dict)
 
 
 def events(text: str) -> list[dict]:
@@ -144,7 +156,51 @@ def check(run_dir: Path, ruleset: str = RULESET) -> dict:
                         f"run, so the checker refuses the second run_start; dnnbench's time to target still "
                         f"counts every segment's time on the clock")
     return {"ruleset": f"{USAGE}_{ruleset}", "checker": f"mlperf-logging {checker_version() or '(absent)'}",
-            "log": LOG_FILE, "verdict": verdict, "messages": messages, **info}
+            "log": LOG_FILE, "verdict": verdict, "messages": messages, **info, "rcp": rcp_standing(text, ruleset)}
+
+
+def rcp_standing(text: str, ruleset: str = RULESET) -> dict | None:
+    """Where the run's epochs to converge stand against the RCP at its global batch size, the
+    epochs read by mlperf-logging's own read_submission_file and the RCP judged as its
+    check_directory would (results/rcp.py): too fast, within (scored as if at the RCP mean),
+    slower, or no RCP; None without mlperf-logging or when the benchmark has no RCPs."""
+    if checker_version() is None:
+        return None
+    from mlperf_logging.rcp_checker import rcp_checker
+
+    from dnnbench.results import rcp
+    with tempfile.TemporaryDirectory(prefix="dnnbench-rcp-") as tmp:
+        copy = Path(tmp) / "result_0.txt"
+        fileio.write_atomic_text(str(copy), text)
+        try:
+            not_converged, epochs, bs, benchmark = rcp_checker.read_submission_file(str(copy), ruleset, False)
+        except (ValueError, KeyError, TypeError):   # a record it cannot read: the checker names it
+            return None
+    if benchmark is None or benchmark not in rcp.benchmarks(ruleset) or not isinstance(bs, int) or bs <= 0:
+        return None
+    out = {"benchmark": benchmark, "batch_size": bs, "unit": rcp.unit(benchmark)}
+    if not_converged:
+        return {**out, "standing": "not converged", "epochs": None}
+    p = rcp.point(rcp.load(benchmark, ruleset), bs)
+    return {**out, "epochs": float(epochs), "standing": rcp.standing(p, float(epochs)),
+            **{k: p[k] for k in ("basis", "between", "judged_at", "mean", "min")}}
+
+
+def rcp_line(block: dict) -> str:
+    """The RCP standing in one sentence."""
+    r = block["rcp"]
+    from dnnbench.results.rcp import amount, describe
+    word = r["unit"]
+    if r["standing"] == "not converged":
+        return f"RCP: the run did not converge, so its {word} stand nowhere against the RCP"
+    head = f"RCP at batch {r['batch_size']}: {amount(r['epochs'], word)} {word} to converge, {r['standing'].upper()}"
+    if r["standing"] == "no RCP":
+        return f"{head} (no RCP covers batch {r['batch_size']}: mlperf-logging fails it as 'Missing RCP')"
+    what = describe({**r, "basis": r["basis"]}, word)
+    judge = {"too fast": "faster than the fastest compliant mean", "within": "a compliant mean; its score "
+             "would be scaled to the RCP mean's", "slower": "at or above the RCP mean"}[r["standing"]]
+    return (f"{head}: {judge} (min {amount(r['min'], word)}, mean {amount(r['mean'], word)}; {what}; "
+            f"the check is on the mean of a submission's runs)")
 
 
 def record(run_dir: Path, block: dict) -> None:
@@ -168,6 +224,10 @@ def show(run: str, block: dict) -> None:
     out.print(visible(f"{run}: {head}"), markup=False, soft_wrap=True)
     if tt is not None:
         out.print(f"  run_start -> run_stop {tt:.1f} s, status {block.get('status')}", markup=False)
+    if block.get("rcp"):   # wrapped under its own indent at the screen's width
+        import textwrap
+        out.print(textwrap.fill(rcp_line(block), width=max(out.width, 40), initial_indent="  ",
+                                subsequent_indent="    "), markup=False, soft_wrap=True)
     for m in block.get("messages") or []:
         out.print(visible(f"  {m}", one_line=True), markup=False, soft_wrap=True)
 
@@ -281,29 +341,31 @@ def _recorded_verdict(run_dir: Path) -> str:
 
 
 def rcp_check(run_dirs: list[Path], good: list[dict], benchmark: str | None) -> str:
-    """mlperf-logging's RCP check (rcp_checker.check_directory) on the converged runs, where the
-    global batch size is one of the benchmark's reference convergence points."""
+    """mlperf-logging's RCP check (rcp_checker.check_directory, on the pruned RCPs as its package
+    checker runs it) on the converged runs, with the RCP it judged them by (results/rcp.py)."""
     sizes = {r["global_batch_size"] for r in good}
     if not good or len(sizes) != 1 or benchmark is None:
         return "-"
     size = sizes.pop()
-    try:
-        from mlperf_logging.rcp_checker import rcp_checker
-    except ImportError:
+    if checker_version() is None:
         return f"unchecked ({INSTALL})"
+    from mlperf_logging.rcp_checker import rcp_checker
+
+    from dnnbench.results import rcp
     try:
-        checker = rcp_checker.RCP_Checker(USAGE, RULESET, benchmark, False)
-    except Exception:   # noqa: BLE001 - a benchmark without reference points
+        point = rcp.point(rcp.load(benchmark, RULESET), size)
+    except DnnbenchError:
         return f"no RCPs for {benchmark}"
-    if checker._find_rcp(size, "full_rcps") is None:
-        points = sorted({rec["BS"] for rec in checker.rcp_data.values()})
-        return f"no RCP at batch {size} (RCPs at {', '.join(map(str, points[:4]))}, ...)"
+    what = rcp.describe(point, rcp.unit(benchmark))
+    if point["basis"] == "none":
+        return f"fail: {what} (mlperf-logging: Missing RCP)"
     by_name = {d.name: d for d in run_dirs}
     with tempfile.TemporaryDirectory(prefix="dnnbench-rcp-") as tmp:
         for i, r in enumerate(good):
             fileio.write_atomic_text(str(Path(tmp) / f"result_{i}.txt"), read_log(by_name[r["run"]]))
-        ok, message, norm = rcp_checker.check_directory(tmp, USAGE, RULESET, False, False, rcp_pass="full_rcps")
-    return f"{'pass' if ok else 'fail'}: {message}" + (f" (score x {norm:.3f})" if ok and norm and norm != 1 else "")
+        ok, message, norm = rcp_checker.check_directory(tmp, USAGE, RULESET, False, False, rcp_pass=rcp.PASS)
+    return (f"{'pass' if ok else 'fail'}: {message}" + (f" (score x {norm:.3f})" if ok and norm and norm != 1 else "")
+            + f"; {what}")
 
 
 def print_scores(jobs: dict) -> None:

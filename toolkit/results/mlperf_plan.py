@@ -1,0 +1,32 @@
+"""`dnnbench mlperf plan`: the options read (each mistake one line, before anything runs), the
+plan made by rcp.plan and printed as a table or JSON."""
+from __future__ import annotations
+
+import json
+
+from dnnbench.errors import DnnbenchError
+from dnnbench.results import rcp
+
+FORMATS = ("table", "json")
+
+
+def plan_command(benchmark: str, ruleset: str | None, batch_sizes: str | None, throughput: str | None,
+                 jobs: list[str], samples_per_epoch: int | None, fmt: str, db: str | None) -> int:
+    if fmt not in FORMATS:
+        raise DnnbenchError(f"unknown format {fmt!r}: choose {', '.join(FORMATS)}")
+    sizes = rcp.batch_list(batch_sizes) if batch_sizes is not None else []
+    rates = rcp.throughput_list(throughput) if throughput is not None else {}
+    name, rules = rcp.resolve(benchmark.strip(), ruleset.strip() if ruleset is not None else None)
+    if jobs:
+        measured = rcp.job_throughput(jobs, db)
+        twice = sorted(set(measured) & set(rates))
+        if twice:
+            raise DnnbenchError(f"batch size {twice[0]} has a throughput from both --throughput and --job")
+        rates.update(measured)
+    result = rcp.plan(name, rules, sizes, rates, samples_per_epoch)
+    if fmt == "json":
+        from dnnbench.console import out
+        out.print(json.dumps(result, indent=1), markup=False, soft_wrap=True, highlight=False)
+    else:
+        rcp.show(result)
+    return 0
