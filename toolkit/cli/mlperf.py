@@ -46,9 +46,10 @@ def plan(benchmark: str = typer.Argument(..., help="An MLPerf benchmark (resnet,
     the predicted minutes to train with a band; the shortest is marked. A batch size above
     every RCP is said ("no RCP covers batch N"). Exit 0; 2 on bad input (one line).
     See docs/mlperf.md."""
+    from dnnbench.history.job_figures import job_throughput
     from dnnbench.results.mlperf_plan import plan_command
     raise typer.Exit(plan_command(benchmark, ruleset, batch_sizes, throughput, job or [], samples_per_epoch,
-                                  fmt, db))
+                                  fmt, db, measured_of=job_throughput))
 
 
 def register(app: typer.Typer) -> None:

@@ -11,14 +11,17 @@ FORMATS = ("table", "json")
 
 
 def plan_command(benchmark: str, ruleset: str | None, batch_sizes: str | None, throughput: str | None,
-                 jobs: list[str], samples_per_epoch: int | None, fmt: str, db: str | None) -> int:
+                 jobs: list[str], samples_per_epoch: int | None, fmt: str, db: str | None,
+                 measured_of=None) -> int:
+    """measured_of(jobs, db): the jobs' throughput per global batch size from the history store
+    (the CLI passes dnnbench.history.job_figures.job_throughput, a floor above this one)."""
     if fmt not in FORMATS:
         raise DnnbenchError(f"unknown format {fmt!r}: choose {', '.join(FORMATS)}")
     sizes = rcp.batch_list(batch_sizes) if batch_sizes is not None else []
     rates = rcp.throughput_list(throughput) if throughput is not None else {}
     name, rules = rcp.resolve(benchmark.strip(), ruleset.strip() if ruleset is not None else None)
-    if jobs:
-        measured = rcp.job_throughput(jobs, db)
+    if jobs and measured_of is not None:
+        measured = measured_of(jobs, db)
         twice = sorted(set(measured) & set(rates))
         if twice:
             raise DnnbenchError(f"batch size {twice[0]} has a throughput from both --throughput and --job")
