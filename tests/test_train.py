@@ -6,13 +6,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
 from dnnbench.workloads import train
 from tests.digits import write_digits
-from tests.helpers import dnnbench
+from tests.helpers import EVERY_STEP, at_step, dnnbench, until_line
 
 pytest.importorskip("sklearn")   # a test dependency (pyproject's test extra); never skipped in CI
 
@@ -28,8 +27,9 @@ def digits(tmp_path_factory):
 def _train(out, digits, *args, timeout=600, wait=True):
     cmd = [sys.executable, "-m", "dnnbench.workloads.train", "resnet18", "--data", str(digits),
            "--results", str(out), *FAST, *args]
-    if not wait:
-        return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if not wait:   # a line before each step, to signal it at a step (tests.helpers.until_line)
+        return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env={**os.environ, **EVERY_STEP})
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     data = json.loads((out / "result.json").read_text()) if (out / "result.json").exists() else None
     return res, data
@@ -66,14 +66,9 @@ def test_interrupted_then_resumed_follows_the_same_trajectory(tmp_path, digits):
     whole, _ = _train(tmp_path / "whole", digits, "--epochs", "2")
     assert whole.returncode == 0, whole.stderr[-3000:]
     ref = json.loads((tmp_path / "whole" / "result.json").read_text())
-    # stop mid-epoch 1 with SIGTERM, then resume
+    # stop in epoch 2 with SIGTERM (once it has done 3 of its steps), then resume
     p = _train(tmp_path / "cut", digits, "--epochs", "2", wait=False)
-    deadline = time.time() + 300
-    while time.time() < deadline:
-        line = p.stderr.readline()
-        if "epoch 1/2" in line:
-            break
-    time.sleep(1.0)
+    until_line(p, at_step(2, 3))
     p.send_signal(signal.SIGTERM)
     _, err = p.communicate(timeout=300)
     assert p.returncode == train.EXIT_INTERRUPTED, err[-3000:]
@@ -174,12 +169,9 @@ def test_train_cli_interrupted_then_resumed(tmp_path, digits):
     counted once, the segments of both invocations kept."""
     cmd = [sys.executable, "-m", "dnnbench", "train", "resnet18", "--data", str(digits), "--runtime", "host",
            "--results", str(tmp_path), "--run-id", "t", *FAST, "--epochs", "2"]
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 300
-    while time.time() < deadline:
-        if "epoch 1/2" in p.stderr.readline():
-            break
-    time.sleep(1.0)
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env={**os.environ, **EVERY_STEP})
+    until_line(p, at_step(2, 3))        # in epoch 2, 3 of its steps done
     p.send_signal(signal.SIGTERM)
     p.communicate(timeout=300)
     assert p.returncode == 130
