@@ -9,7 +9,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
@@ -141,10 +140,10 @@ from dnnbench.history.store import Store
 from dnnbench.workloads import schema
 rows = [row(p, schema.read(str(p))) for p in sorted(Path(sys.argv[1]).rglob("result.json"))]
 store = Store()
-print("writing", flush=True)
 while True:
-    for r in rows:
+    for i, r in enumerate(rows, 1):
         store.add([r])
+        print(i, flush=True)      # stored: the test kills it at a row, not after a time
 """
 
 
@@ -152,12 +151,17 @@ def test_a_writer_killed_mid_insert_loses_nothing_and_import_catches_up(db, tmp_
     for i in range(300):
         write(tmp_path / "r", i, 1000)
     proc = subprocess.Popen([sys.executable, "-c", KILLED, str(tmp_path / "r")], stdout=subprocess.PIPE, text=True)
-    assert proc.stdout is not None and proc.stdout.readline().strip() == "writing"
-    time.sleep(1.0)
+    assert proc.stdout is not None
+    stored = 0
+    while stored < 50:           # killed once 50 rows are stored, in the middle of the others
+        line = proc.stdout.readline()
+        assert line, f"the writer ended (exit {proc.wait()}) after {stored} rows"
+        stored = int(line)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     with sqlite3.connect(db) as conn:
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        assert conn.execute("SELECT count(*) FROM results").fetchone()[0] >= stored   # what it said it kept
     res = dnnbench("history", "import", tmp_path / "r", check=0)
     assert res.returncode == 0 and "0 updated, 0 unreadable" in res.stderr, res.stderr
     assert len(_json(dnnbench("history", "-f", "json"))) == 300

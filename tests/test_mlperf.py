@@ -8,7 +8,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -16,7 +15,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from dnnbench.results import mlperf
 from tests.digits import write_digits
-from tests.helpers import dnnbench, one_line_error
+from tests.helpers import EVERY_STEP, at_step, dnnbench, one_line_error, until_line
 
 pytest.importorskip("sklearn")
 pytest.importorskip("mlperf_logging")
@@ -40,7 +39,8 @@ def _train(out, digits, *args, wait=True):
     cmd = [sys.executable, "-m", "dnnbench.workloads.train", "resnet18", "--data", str(digits),
            "--results", str(out), *args]
     if not wait:
-        return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env={**os.environ, **EVERY_STEP})   # a line per step, to signal at one
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
     assert res.returncode == 0, res.stderr[-3000:]
     return res
@@ -155,10 +155,7 @@ def test_the_checker_does_not_judge_an_eval_before_its_epoch(tmp_path, closed_ru
 def test_a_resumed_run_logs_its_segments_and_fails_the_checker_as_documented(tmp_path, digits):
     out = tmp_path / "cut"
     p = _train(out, digits, *TINY, "--epochs", "2", wait=False)
-    deadline = time.time() + 300
-    while time.time() < deadline:
-        if "epoch 1/2" in p.stderr.readline():
-            break
+    until_line(p, at_step(2, 1))      # stopped in epoch 2: a first segment with an epoch in it
     p.send_signal(signal.SIGTERM)
     p.communicate(timeout=300)
     _train(out, digits, *TINY, "--epochs", "2", "--resume")

@@ -56,14 +56,23 @@ def test_a_daemon_started_beside_a_run_outlives_the_runs_end(tmp_path, daemons):
     assert _alive(daemons[0]) and daemons[0] not in left, left
 
 
-@pytest.mark.parametrize("clear, tail", [
-    ("", ""),                                     # its first process ends at once: the token finds it
-    ("os.environ.clear()", "time.sleep(3)"),      # no token: seen below the run's first process
+# no token: seen below the run's first process, which ends only once the supervisor has looked
+# (the test says so with a file), not after a time
+HELD = "while not os.path.exists({go!r}):\n    time.sleep(0.05)"
+
+
+@pytest.mark.parametrize("clear, held", [
+    ("", False),                                  # its first process ends at once: the token finds it
+    ("os.environ.clear()", True),
 ], ids=["root-ends-at-once", "daemon-without-env"])
-def test_a_runs_daemon_ends_with_the_run(tmp_path, daemons, clear, tail):
-    pidfile = tmp_path / "daemon.pid"
+def test_a_runs_daemon_ends_with_the_run(tmp_path, daemons, clear, held):
+    pidfile, go = tmp_path / "daemon.pid", tmp_path / "go"
+    tail = HELD.format(go=str(go)) if held else ""
     job = _run(DAEMON.format(pidfile=str(pidfile), clear=clear, tail=tail), "r" * 32)
     daemons.append(_pid(pidfile))
+    if held:
+        assert job.wait(0.5) is None      # a look while the run goes: its daemon below it
+        go.touch()
     while job.wait(0.5) is None:          # the supervisor's looks while the run goes
         pass
     assert _alive(daemons[0])             # the group's end does not reach it: it left the session

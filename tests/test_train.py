@@ -3,16 +3,16 @@ tests/digits.py): time to target, per-epoch evaluation, checkpoints, an interrup
 on the same trajectory, a damaged checkpoint, bad input."""
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
 from dnnbench.workloads import train
 from tests.digits import write_digits
-from tests.helpers import dnnbench
+from tests.helpers import EVERY_STEP, at_step, dnnbench, until_line
 
 pytest.importorskip("sklearn")   # a test dependency (pyproject's test extra); never skipped in CI
 
@@ -28,8 +28,9 @@ def digits(tmp_path_factory):
 def _train(out, digits, *args, timeout=600, wait=True):
     cmd = [sys.executable, "-m", "dnnbench.workloads.train", "resnet18", "--data", str(digits),
            "--results", str(out), *FAST, *args]
-    if not wait:
-        return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if not wait:   # a line before each step, to signal it at a step (tests.helpers.until_line)
+        return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env={**os.environ, **EVERY_STEP})
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     data = json.loads((out / "result.json").read_text()) if (out / "result.json").exists() else None
     return res, data
@@ -62,25 +63,28 @@ def test_resnet18_reaches_the_target_on_real_digits(tmp_path, digits):
     assert mlperf.check(tmp_path / "r")["verdict"] == "pass"
 
 
-def test_interrupted_then_resumed_follows_the_same_trajectory(tmp_path, digits):
-    whole, _ = _train(tmp_path / "whole", digits, "--epochs", "2")
-    assert whole.returncode == 0, whole.stderr[-3000:]
-    ref = json.loads((tmp_path / "whole" / "result.json").read_text())
-    # stop mid-epoch 1 with SIGTERM, then resume
-    p = _train(tmp_path / "cut", digits, "--epochs", "2", wait=False)
-    deadline = time.time() + 300
-    while time.time() < deadline:
-        line = p.stderr.readline()
-        if "epoch 1/2" in line:
-            break
-    time.sleep(1.0)
+@pytest.fixture(scope="module")
+def two_epochs(tmp_path_factory, digits):
+    """Two epochs trained whole, once for the tests that read them (the trajectory a resumed run
+    must follow; the checkpoints a damaged one falls back over, in a copy)."""
+    out = tmp_path_factory.mktemp("two-epochs") / "whole"
+    res, _ = _train(out, digits, *TINY, "--epochs", "2")
+    assert res.returncode == 0, res.stderr[-3000:]
+    return out
+
+
+def test_interrupted_then_resumed_follows_the_same_trajectory(tmp_path, digits, two_epochs):
+    ref = json.loads((two_epochs / "result.json").read_text())
+    # stop in epoch 2 with SIGTERM (once it has done 3 of its steps), then resume
+    p = _train(tmp_path / "cut", digits, *TINY, "--epochs", "2", wait=False)
+    until_line(p, at_step(2, 3))
     p.send_signal(signal.SIGTERM)
     _, err = p.communicate(timeout=300)
     assert p.returncode == train.EXIT_INTERRUPTED, err[-3000:]
     cut = json.loads((tmp_path / "cut" / "result.json").read_text())
     assert cut["status"] == "interrupted" and cut["training"]["resumable"] is True
     assert "in epoch 2/2 after step" in err     # counted as the epoch lines count: epoch 1/2 was done
-    res, data = _train(tmp_path / "cut", digits, "--epochs", "2", "--resume")
+    res, data = _train(tmp_path / "cut", digits, *TINY, "--epochs", "2", "--resume")
     assert res.returncode == 0, res.stderr[-3000:]
     assert "resumed in epoch 2 after step" in res.stderr
     assert data["training"]["resumed_from"].startswith("epoch 1 step ")
@@ -92,9 +96,8 @@ def test_interrupted_then_resumed_follows_the_same_trajectory(tmp_path, digits):
         ref["training"]["epochs"][-1]["eval"]["top1"], abs=0.6)
 
 
-def test_a_damaged_checkpoint_falls_back_to_the_one_before(tmp_path, digits):
-    res, _ = _train(tmp_path / "r", digits, *TINY, "--epochs", "2")
-    assert res.returncode == 0, res.stderr[-3000:]
+def test_a_damaged_checkpoint_falls_back_to_the_one_before(tmp_path, digits, two_epochs):
+    shutil.copytree(two_epochs, tmp_path / "r")
     newest = sorted((tmp_path / "r").glob("checkpoint-*.pt"))[-1]
     newest.write_bytes(b"not a checkpoint")
     res, data = _train(tmp_path / "r", digits, *TINY, "--epochs", "3", "--resume")
@@ -126,6 +129,9 @@ def test_what_train_does_not_train_is_refused_before_anything_runs(tmp_path, dig
     inside = subprocess.run(cmd, capture_output=True, text=True, timeout=300)   # the container side too
     assert inside.returncode == train.EXIT_USAGE and "image classifiers" in inside.stderr
     assert "not trained by `dnnbench train`" in dnnbench("workloads", workload, check=0).stdout
+
+
+def test_workloads_says_what_train_evaluates_for_a_classifier():
     assert "train evaluates: top-1 and top-5" in " ".join(dnnbench("workloads", "resnet18", check=0).stdout.split())
 
 
@@ -173,24 +179,21 @@ def test_train_cli_interrupted_then_resumed(tmp_path, digits):
     """Ctrl-C's twin (SIGTERM to `dnnbench train`) mid-epoch, then `--resume --run-id`: each epoch
     counted once, the segments of both invocations kept."""
     cmd = [sys.executable, "-m", "dnnbench", "train", "resnet18", "--data", str(digits), "--runtime", "host",
-           "--results", str(tmp_path), "--run-id", "t", *FAST, "--epochs", "2"]
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 300
-    while time.time() < deadline:
-        if "epoch 1/2" in p.stderr.readline():
-            break
-    time.sleep(1.0)
+           "--results", str(tmp_path), "--run-id", "t", *FAST, *TINY, "--epochs", "2"]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env={**os.environ, **EVERY_STEP})
+    until_line(p, at_step(2, 3))        # in epoch 2, 3 of its steps done
     p.send_signal(signal.SIGTERM)
     p.communicate(timeout=300)
     assert p.returncode == 130
     assert json.loads((tmp_path / "t" / "result.json").read_text())["status"] == "interrupted"
     res = dnnbench("train", "resnet18", "--data", digits, "--runtime", "host", "--results", tmp_path,
-                   "--run-id", "t", *FAST, "--epochs", "2", "--resume")
+                   "--run-id", "t", *FAST, *TINY, "--epochs", "2", "--resume")
     assert res.returncode == 0, res.stderr[-3000:]
     data = json.loads((tmp_path / "t" / "result.json").read_text())
     assert [e["epoch"] for e in data["training"]["epochs"]] == [1, 2] and len(data["training"]["segments"]) == 2
     again = dnnbench("train", "resnet18", "--data", digits, "--runtime", "host", "--results", tmp_path,
-                     "--run-id", "t", *FAST, "--resume")
+                     "--run-id", "t", *FAST, *TINY, "--resume")
     assert again.returncode == 2 and "already finished" in again.stderr
 
 
