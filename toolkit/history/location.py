@@ -81,6 +81,9 @@ def locate(db: str | None = None) -> Location:
     if "\0" in named:
         raise DnnbenchError(f"history store {printed}: a location holds no NUL character")
     if not is_url(named):
+        if printed != named:    # `dbname=x password=y`, `postgresql//u:pw@h`: never a file named after a password
+            raise DnnbenchError(f"history store {printed}: not a URL (scheme://), and a file name would hold what "
+                                f"looks like a password: give {FORMS}")
         return Location(named, printed, "sqlite", Path(named).expanduser().absolute())
     scheme = named.split(":", 1)[0].strip().lower()
     if "://" not in named or not re.match(r"^\s*[A-Za-z][A-Za-z0-9+.-]*://", named):
