@@ -114,3 +114,70 @@ def test_the_server_stopped_under_a_run_costs_one_warning_line(pg, cluster, tmp_
     assert json.loads((tmp_path / "pg2" / "result.json").read_text())["status"] == "ok"
     # the import catches up afterwards
     assert "1 imported" in dnnbench("history", "import", tmp_path, check=0).stderr
+
+
+def _relations(url: str) -> list:
+    from sqlalchemy import create_engine, text
+    engine = create_engine(url.replace("postgresql://", "postgresql+psycopg://"))
+    try:
+        with engine.connect() as conn:
+            return conn.execute(text("SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+                                     "WHERE n.nspname = 'public'")).all()
+    finally:
+        engine.dispose()
+
+
+def _snapshot(url: str) -> list:
+    """Every relation of the database's schema, and the other application's rows."""
+    from sqlalchemy import create_engine, text
+    engine = create_engine(url.replace("postgresql://", "postgresql+psycopg://"))
+    try:
+        with engine.connect() as conn:
+            names = conn.execute(text("SELECT c.relname, c.relkind FROM pg_class c JOIN pg_namespace n ON "
+                                      "n.oid = c.relnamespace WHERE n.nspname = 'public' ORDER BY 1")).all()
+            rows = conn.execute(text("SELECT * FROM shop_orders ORDER BY id")).all()
+        return [names, rows]
+    finally:
+        engine.dispose()
+
+
+@pytest.mark.parametrize("other", ["a foreign table", "a results table of its own"])
+def test_another_applications_database_is_refused_and_left_as_it_was(pg, tmp_path, other):
+    from sqlalchemy import create_engine, text
+    engine = create_engine(pg.replace("postgresql://", "postgresql+psycopg://"))
+    with engine.begin() as conn:
+        conn.execute(text("CREATE TABLE shop_orders (id serial PRIMARY KEY, item text)"))
+        conn.execute(text("INSERT INTO shop_orders (item) SELECT 'item' || g FROM generate_series(1, 20) g"))
+        if other == "a foreign table":      # file_fdw ships with the server: a table that lives elsewhere
+            conn.execute(text("CREATE EXTENSION IF NOT EXISTS file_fdw"))
+            conn.execute(text("CREATE SERVER IF NOT EXISTS files FOREIGN DATA WRAPPER file_fdw"))
+            conn.execute(text("CREATE FOREIGN TABLE passwd (line text) SERVER files OPTIONS (filename '/etc/hostname')"))
+        else:
+            conn.execute(text("CREATE TABLE results (id serial PRIMARY KEY, score real)"))
+    engine.dispose()
+    before = _snapshot(pg)
+    write(tmp_path / "r", 0, 1000)
+    for argv in (["history"], ["history", "series", "resnet50-bs64"], ["history", "import", tmp_path / "r"]):
+        one_line_error(dnnbench(*argv), "not a dnnbench history store", "left as it is")
+    assert _snapshot(pg) == before
+
+
+def test_a_read_is_a_read_only_transaction_and_never_migrates(pg, tmp_path):
+    from sqlalchemy import text
+
+    from dnnbench.history.location import NoStore
+    from dnnbench.history.store import Store
+    res = dnnbench("history", "--db", pg, check=0)
+    assert "is empty (nothing recorded yet)" in res.stderr
+    with pytest.raises(NoStore):          # an empty database: a read makes nothing in it
+        Store(pg, create=False)
+    assert _relations(pg) == []
+    write(tmp_path / "r", 0, 1000)
+    dnnbench("history", "import", tmp_path / "r", check=0)
+    store = Store(pg, create=False)
+    try:
+        with pytest.raises(Exception, match="read-only transaction"):
+            with store.engine.begin() as conn:
+                conn.execute(text("CREATE TABLE x (y int)"))
+    finally:
+        store.close()

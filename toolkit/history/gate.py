@@ -131,5 +131,5 @@ def _readable(loc, found: str | None) -> None:
     schema.refuse_newer(found)
     if found != schema.REVISION:
         raise DnnbenchError(f"it holds schema {found}, this dnnbench reads {schema.REVISION}: the next write brings it "
-                            f"up to date (a run, or `dnnbench history import` of any results folder); a read never "
+                            f"up to date (a run, or `dnnbench history import` of a results folder); a read never "
                             f"changes a store")
