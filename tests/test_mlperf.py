@@ -312,3 +312,40 @@ def test_the_rcp_standing_agrees_with_mlperf_loggings_rcp_checker(tmp_path, clos
     assert ours["standing"] == expected, (ours, passed, message, norm)
     if ours["standing"] == "within":
         assert norm * epochs == pytest.approx(ours["mean"], abs=1e-9)
+
+
+BLOCKED = "import sys; sys.modules['mlperf_logging'] = None; sys.modules['mlperf_logging.mllog'] = None; "
+
+
+def test_train_mlperf_without_mlperf_logging_on_the_host_is_refused_before_anything(tmp_path, digits):
+    """This Python lacks it: refused with the line that installs it into this Python."""
+    code = BLOCKED + "from dnnbench.cli import main; sys.argv = ['dnnbench', *sys.argv[1:]]; main()"
+    res = subprocess.run([sys.executable, "-c", code, "train", "resnet18", "--data", str(digits), "--runtime", "host",
+                          "--results", str(tmp_path), "--mlperf", "open", *TINY, "--epochs", "1"],
+                         capture_output=True, text=True, timeout=300)
+    line = one_line_error(res, "--mlperf", f"{sys.executable} -m pip install mlperf-logging")
+    assert "--runtime host" not in line
+    assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("where", ["host", "container"])
+def test_a_run_asked_for_the_log_without_mlperf_logging_stops_before_its_first_step(tmp_path, digits, where):
+    """The container side's own refusal (an image's packages are known only inside it): exit 2,
+    the result says why, no epoch trained; the way to get it fits where the run is."""
+    env = dict(os.environ)
+    env.pop("DNNBENCH_IMAGE", None)
+    if where == "container":     # the host names the image of every container run
+        env.update(DNNBENCH_IMAGE="/images/old.sif")
+    code = BLOCKED + "from dnnbench.workloads import train; sys.exit(train.main(sys.argv[1:]))"
+    res = subprocess.run([sys.executable, "-c", code, "resnet18", "--data", str(digits), "--results", str(tmp_path),
+                          "--mlperf", "open", *TINY, "--epochs", "1"], capture_output=True, text=True, timeout=300,
+                         env=env)
+    assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr[-2000:]
+    data = json.loads((tmp_path / "result.json").read_text())
+    assert data["status"] == "error" and not (data.get("training") or {}).get("epochs")
+    if where == "container":
+        assert "image /images/old.sif lacks mlperf-logging" in data["message"] and "Dockerfile FROM it" in data["message"]
+    else:
+        assert f"{sys.executable} -m pip install mlperf-logging" in data["message"]
+        assert "--runtime host" not in data["message"]
+    assert not (tmp_path / "mlperf_log.txt").exists()

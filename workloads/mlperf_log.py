@@ -11,7 +11,9 @@ accepts exactly one run_start and run_stop and no init_start after a run started
 a resumed run's log not compliant, as MLPerf's rules would (a run is one uninterrupted process).
 
 mllog is imported lazily: an image without mlperf-logging trains as before and says so in one
-line. Only rank 0 writes. Python 3.7+, stdlib only (mlperf-logging where installed).
+line, unless the run asked for the log (--mlperf): then it is refused before the data and the
+model, with the way to get mlperf-logging where the run is (the Python it uses, or its image).
+Only rank 0 writes. Python 3.7+, stdlib only (mlperf-logging where installed).
 """
 import io
 import logging
@@ -20,6 +22,7 @@ import sys
 import time
 
 from . import fileio
+from .errors import UsageError
 
 LOG_FILE = "mlperf_log.txt"
 RULESET = "4.0.0"
@@ -34,6 +37,18 @@ def benchmark_of(workload):
     return BENCHMARKS.get(workload, DEFAULT_BENCHMARK)
 
 
+def missing(image=None):
+    """The way to get mlperf-logging where the run is, in one line: into the image the host
+    named (DNNBENCH_IMAGE, set for every container run), else into the Python this run uses."""
+    image = image or os.environ.get("DNNBENCH_IMAGE")
+    if image:
+        return ("--mlperf: image %s lacks mlperf-logging, which writes the MLPerf log: use an image with it (a "
+                "Dockerfile FROM it with `RUN %s -m pip install mlperf-logging`, given with --image), or train with "
+                "--runtime host after `pip install mlperf-logging` in its venv" % (image, sys.executable))
+    return ("--mlperf: mlperf-logging, which writes the MLPerf log, is not installed in the Python this run uses: "
+            "%s -m pip install mlperf-logging" % sys.executable)
+
+
 def _now_ms():
     return int(time.time() * 1000)
 
@@ -46,13 +61,16 @@ class Log(object):
         self.args, self.workload = args, workload
         self.started = self.stopped = False
         self.block_open = False
-        if rank != 0:
-            return
         try:
             from mlperf_logging.mllog import mllog   # the package, not a copy of its format
         except ImportError:
-            sys.stderr.write("mlperf-logging is not installed here: no %s (pip install mlperf-logging, "
-                             "or train with --runtime host)\n" % LOG_FILE)
+            if getattr(args, "mlperf", None):     # asked for: refused before the first step, every rank
+                raise UsageError(missing())
+            if rank == 0:
+                sys.stderr.write("mlperf-logging is not installed here: no %s (%s)\n"
+                                 % (LOG_FILE, missing().split(": ", 1)[1]))
+            return
+        if rank != 0:
             return
         self.path = os.path.join(args.results, LOG_FILE)
         # a resume's segment is held in memory until the resume has taken up its checkpoint

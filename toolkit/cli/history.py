@@ -79,8 +79,12 @@ def list_results(job: Optional[str] = JOB, workload: Optional[str] = WORKLOAD, i
 def import_results(results: List[Path] = typer.Argument(..., help="Result files or folders (searched for result.json)."),
                    db: Optional[str] = DB):
     """Record results from existing folders (a backfill, or what a run could not record): each
-    result once, by its identity and content; counts of imported, already there, updated and
-    unreadable files."""
+    result once, by its identity and content, each on its own (a bad one never keeps the others
+    out); counts of imported, already there, updated, unreadable, refused (a value no database
+    keeps: a NUL, a lone surrogate, an over-long GPU name, a start time out of range) and in
+    conflict (unlike results claiming one run id, host and start: neither recorded), each left
+    out named with why. Exit 0 when every result is in the store, exit 1 when some were left
+    out (the others are recorded), 2 when the store cannot be used (nothing recorded)."""
     from dnnbench.history.commands import import_command
     raise typer.Exit(import_command(results, db))
 

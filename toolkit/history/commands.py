@@ -12,13 +12,21 @@ def _store(db: str | None, create: bool = False):
     return Store(db, create=create)
 
 
+LEFT_OUT = 1     # `history import`: some results were left out (each named); the others are recorded
+
+
 def import_command(paths: list[Path], db: str | None) -> int:
-    """Backfill: every result under `paths` recorded once; counts of each outcome."""
+    """Backfill: every result under `paths` recorded once, each on its own (a bad one never
+    keeps the good ones out); counts of each outcome, each result left out named with why.
+    0 when every result is in the store, LEFT_OUT when some are not, 2 (an error) when the
+    store cannot be used."""
     from dnnbench.console import info, warn
-    from dnnbench.history.facts import row
+    from dnnbench.history.facts import Unstorable, row
+    from dnnbench.history.store import conflict_line
     from dnnbench.results.report import find_results
     from dnnbench.workloads import schema
     skipped: list[tuple[str, str]] = []
+    refused: list[tuple[str, str]] = []
     made = []
     copies = 0
     for path in find_results(paths, skipped):
@@ -28,6 +36,8 @@ def import_command(paths: list[Path], db: str | None) -> int:
                 copies += 1
                 continue
             made.append(row(path, data))
+        except Unstorable as exc:
+            refused.append((str(path), str(exc)))
         except ValueError as exc:
             skipped.append((str(path), str(exc).removeprefix(f"{path}: ")))
         except OSError as exc:
@@ -36,13 +46,20 @@ def import_command(paths: list[Path], db: str | None) -> int:
         warn(f"skipped {name}: {why}")
     store = _store(db, create=True)
     try:
-        new, same, changed = store.add(made)
+        done = store.record(made)
     finally:
         store.close()
-    info(f"history {store.name}: {new} imported, {same} already there, {changed} updated, "
-         f"{len(skipped)} unreadable" + (f" ({copies} parallel copies counted in their combined results)"
-                                          if copies else ""))
-    return 0
+    refused += [(str(r.get("path")), why) for r, why in done.refused]
+    for name, why in refused:
+        warn(f"not recorded {name}: {why}")
+    for rows in done.conflicts:
+        warn(conflict_line(rows))
+    in_conflict = sum(len(rows) for rows in done.conflicts)
+    info(f"history {store.name}: {done.new} imported, {done.same} already there, {done.changed} updated, "
+         f"{len(skipped)} unreadable" + (f", {len(refused)} refused" if refused else "")
+         + (f", {in_conflict} in conflict" if in_conflict else "")
+         + (f" ({copies} parallel copies counted in their combined results)" if copies else ""))
+    return LEFT_OUT if skipped or refused or in_conflict else 0
 
 
 def ordered(rows: list[dict], by: str) -> list[dict]:

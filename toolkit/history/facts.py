@@ -13,6 +13,18 @@ from pathlib import Path
 
 
 FACTS = ("pytorch", "cuda", "cudnn", "nccl", "driver")
+# what the store indexes as it is (ix_results_job_gpu): PostgreSQL refuses an index entry over
+# about 2.7 kB, so a longer GPU name is refused the same on every database
+INDEXED_BYTES = {"gpu": 1000}
+SHORT = {"status": 32}        # String(32): PostgreSQL refuses longer
+WORDS = {"run_id": "run id", "job": "job name", "workload": "workload", "status": "status", "image": "image",
+         "digest": "image digest", "base": "base", "host": "host name", "gpu": "GPU name", "unit": "unit",
+         "pytorch": "PyTorch version", "cuda": "CUDA version", "cudnn": "cuDNN version", "nccl": "NCCL version",
+         "driver": "driver version"}
+
+
+class Unstorable(ValueError):
+    """A result the store cannot hold as it is (on any database): named with why, left out."""
 
 
 def _text(value) -> str | None:
@@ -33,12 +45,43 @@ def series_key(gpu: str | None, image: str | None) -> str:
 
 
 def when(text) -> datetime | None:
-    """A result's ISO time as naive UTC (how the store keeps every time)."""
+    """A result's ISO time as naive UTC (how the store keeps every time); None when it is not
+    one; Unstorable when it is, but not in UTC (year 1 east of Greenwich, 9999 west of it)."""
     try:
         t = datetime.fromisoformat(str(text).replace("Z", "+00:00"))
     except ValueError:
         return None
-    return t.astimezone(timezone.utc).replace(tzinfo=None) if t.tzinfo else t
+    try:
+        return t.astimezone(timezone.utc).replace(tzinfo=None) if t.tzinfo else t
+    except (OverflowError, ValueError):
+        raise Unstorable(f"its start time {str(text)[:40]} is out of range in UTC") from None
+
+
+def _checked(out: dict) -> dict:
+    """The row, or Unstorable naming the first value no database can keep as it is: a NUL, a
+    lone surrogate (not UTF-8), an indexed name too long to index, a status over its column."""
+    for key, value in out.items():
+        if not isinstance(value, str):
+            continue
+        what = WORDS.get(key, key)
+        if "\0" in value:
+            raise Unstorable(f"its {what} holds a NUL character")
+        try:
+            size = len(value.encode("utf-8"))
+        except UnicodeEncodeError as exc:
+            raise Unstorable(f"its {what} holds a lone surrogate ({value[exc.start]!a}), which is not "
+                             f"text in any encoding") from None
+        if size > INDEXED_BYTES.get(key, size):
+            raise Unstorable(f"its {what} is {len(value):,} characters long (at most {INDEXED_BYTES[key]:,} "
+                             f"bytes: the store indexes it)")
+        if len(value) > SHORT.get(key, len(value)):
+            raise Unstorable(f"its {what} is {len(value):,} characters long (at most {SHORT[key]})")
+    return out
+
+
+def _path(path) -> str:
+    """A result's path as text the store keeps: a file name that is not UTF-8 shown escaped."""
+    return os.fsencode(os.path.abspath(os.fspath(path))).decode("utf-8", "backslashreplace")
 
 
 def kind(data: dict) -> str:
@@ -58,6 +101,7 @@ def content_hash(data: dict) -> str:
 
 
 def row(path: Path | str, data: dict) -> dict:
+    """The result as a row; Unstorable (a ValueError) for one no store can hold as it is."""
     from dnnbench.results import numbers
     from dnnbench.results.naming import gpu_model, job_name
 
@@ -81,12 +125,12 @@ def row(path: Path | str, data: dict) -> dict:
         "host": machine, "gpu": gpu_model(data), "gpu_count": len(gpus),
         "started": when(data.get("started")), "throughput": head.get("value"),
         "ci_low": head.get("ci95_low"), "ci_high": head.get("ci95_high"), "unit": _text(data.get("unit")),
-        "path": os.path.abspath(os.fspath(path)), "recorded": datetime.now(timezone.utc).replace(tzinfo=None),
+        "path": _path(path), "recorded": datetime.now(timezone.utc).replace(tzinfo=None),
     }
     for fact in FACTS:
         out[fact] = _text(manifest.get(fact) if manifest.get(fact) is not None else system.get(fact))
     out["series_key"] = series_key(gpu_model(data), out["image"])
-    return out
+    return _checked(out)
 
 
 def release_key(row: dict) -> tuple:

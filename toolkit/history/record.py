@@ -24,7 +24,10 @@ def record(path: Path, data: dict) -> bool:
             store.close()
         return True
     except Exception as exc:  # noqa: BLE001 - the result file is written; nothing here may fail the run
+        from dnnbench.errors import DnnbenchError
+        from dnnbench.history.masked import scrub
         from dnnbench.history.store import why
-        text = str(exc) if type(exc).__name__ == "DnnbenchError" else why(exc)
-        warn(f"{PREFIX}: {text} (the result file is kept; `dnnbench history import` adds it later)")
+        text = str(exc) if isinstance(exc, DnnbenchError) else why(exc)
+        warn(f"{PREFIX}: {scrub(text, location.where())} (the result file is kept; `dnnbench history import` "
+             f"adds it later)")
         return False

@@ -1,5 +1,5 @@
-"""The store's schema version: an older store is migrated (Alembic, the scripts shipped in
-migrations/), a newer one is refused in one line, never written to."""
+"""The store's schema version: an older store is migrated by a writer (Alembic, the scripts
+shipped in migrations/), a newer one is refused in one line, never written to (gate.py decides)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -12,47 +12,37 @@ MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 _LOCK_KEY = 4343
 
 
-def current(conn) -> str | None:
-    """The store's revision; None for an empty store."""
-    from sqlalchemy import inspect, text
-    if not inspect(conn).has_table("alembic_version"):
-        if inspect(conn).has_table("results"):
-            raise DnnbenchError("it has a results table but no schema version: not a dnnbench history "
-                                "store (choose another --db)")
-        return None
-    return conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
-
-
-def _known() -> list[str]:
+def known() -> list[str]:
+    """The revisions this dnnbench's migrations know."""
     from alembic.script import ScriptDirectory
     return [s.revision for s in ScriptDirectory(str(MIGRATIONS)).walk_revisions()]
 
 
-def prepare(engine) -> None:
-    """Bring the store to REVISION; the fast path (already there) loads no Alembic."""
-    with engine.connect() as conn:
-        found = current(conn)
-    if found == REVISION:
-        return
-    if found is not None and found not in _known():
+def refuse_newer(found: str | None) -> None:
+    """A revision this dnnbench can bring to REVISION passes; a newer one is refused."""
+    if found is not None and found != REVISION and found not in known():
         raise DnnbenchError(f"it was written by a newer dnnbench (schema {found}; this one knows up to "
                             f"{REVISION}): upgrade dnnbench, or choose another --db")
-    _upgrade(engine)
 
 
-def _upgrade(engine) -> None:
+def upgrade(engine, recognise) -> None:
+    """Bring a store recognised as empty or ours (gate.recognise) to REVISION: one migration at
+    a time, all of it or none (SQLite's write lock with the DDL inside the transaction,
+    PostgreSQL's advisory lock); whoever comes second finds it done. The store is recognised
+    again under the lock: what changed meanwhile is refused, not migrated."""
     from alembic import command
     from alembic.config import Config
     from sqlalchemy import text
+
+    from dnnbench.history.engine import writer
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
-    from dnnbench.history.engine import writer
-    # one migration at a time, all of it or none: SQLite's write lock (DDL inside the
-    # transaction), PostgreSQL's advisory lock; whoever comes second finds it done
     with writer(engine) as conn:
         if conn.dialect.name == "postgresql":
             conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _LOCK_KEY})
-        if current(conn) == REVISION:
+        found = recognise(conn)
+        if found == REVISION:
             return
+        refuse_newer(found)
         config.attributes["connection"] = conn
         command.upgrade(config, "head")

@@ -1,10 +1,12 @@
-"""The store: open it (made and migrated on first use), add rows once, select them. Every
-database problem comes out as a DnnbenchError with one line naming the store and why."""
+"""The store: open it through the gate (gate.py: recognised first; made and migrated only by a
+writer), add results once each, select them. Every database problem comes out as a
+DnnbenchError with one line naming the store (masked) and why (its secrets taken out)."""
 from __future__ import annotations
 
 import functools
 import re
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from dnnbench.errors import DnnbenchError
@@ -12,6 +14,7 @@ from dnnbench.history import engine, location
 
 BATCH = 500
 WRITE_LOCK = 4344      # PostgreSQL: the advisory lock writers take in turn (schema.py's migrating one is 4343)
+SAME_FAILURE = 20      # a whole batch failing row by row for one reason: the store's problem, not the rows'
 
 
 def why(exc: BaseException) -> str:
@@ -23,73 +26,118 @@ def why(exc: BaseException) -> str:
 
 
 def shown(named: str) -> str:
-    """The store's name for a message: a URL's password never printed."""
-    if not location.is_url(named):
-        return named
-    return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", named)
+    """The store's name for a message: its password never printed (masked.printable)."""
+    from dnnbench.history.masked import printable
+    return printable(named)
+
+
+@dataclass
+class Recorded:
+    """What `Store.record` did with each row: counts, and the rows left out with why."""
+    new: int = 0
+    same: int = 0
+    changed: int = 0
+    refused: list[tuple[dict, str]] = field(default_factory=list)     # a row the database would not take
+    conflicts: list[list[dict]] = field(default_factory=list)         # rows claiming one identity, unlike
 
 
 class Store:
+    """A store opened for writing (`create`: made when missing, migrated, writes allowed) or for
+    reading (read-only: a read never creates, migrates or changes it)."""
+
     def __init__(self, db: str | None = None, create: bool = True):
-        self.name = shown(location.where(db))
-        url = location.url(db, create)
+        self.location = location.locate(db)
+        self.name = self.location.shown
+        self.writing = create
         with self.failing():
-            self.engine = engine.make(url)
-            from dnnbench.history import schema
-            schema.prepare(self.engine)
+            from dnnbench.history import gate
+            self.engine = gate.open_store(self.location, write=create)
 
     @contextmanager
     def failing(self):
         """Any database or file problem inside as one DnnbenchError naming the store."""
         try:
             yield
+        except location.NoStore:
+            raise
         except DnnbenchError as exc:
-            raise DnnbenchError(f"history store {self.name}: {exc}") from None
+            raise DnnbenchError(f"history store {self.name}: {self.location.scrub(str(exc))}") from None
         except Exception as exc:  # noqa: BLE001 - drivers raise their own classes; each is one line
-            from sqlalchemy.exc import SQLAlchemyError
-            if isinstance(exc, (SQLAlchemyError, OSError, ValueError)) or type(exc).__module__.startswith(
-                    ("psycopg", "sqlite3")):
-                raise DnnbenchError(f"history store {self.name}: {why(exc)}") from None
+            if _database_error(exc):
+                raise DnnbenchError(f"history store {self.name}: {self.location.scrub(why(exc))}") from None
             raise
 
     def close(self) -> None:
         self.engine.dispose()
 
     def add(self, rows: list[dict]) -> tuple[int, int, int]:
-        """Record rows once each: (new, already there, updated). A result already there under
-        the same identity with other content (resumed training rewrote it) is updated in place.
-        Each job's series sums (tables.series) move with the rows, in the same transaction."""
-        from sqlalchemy import select, text, update
+        """Record rows once each: (new, already there, updated); a row left out (see `record`)
+        is a DnnbenchError naming why, after the others are recorded."""
+        done = self.record(rows)
+        if done.conflicts:
+            raise DnnbenchError(f"history store {self.name}: {conflict_line(done.conflicts[0])}")
+        if done.refused:
+            raise DnnbenchError(f"history store {self.name}: {done.refused[0][1]}")
+        return done.new, done.same, done.changed
 
-        from dnnbench.history.tables import results as t
-        new = same = changed = 0
+    def record(self, rows: list[dict]) -> Recorded:
+        """Record rows once each, each its own unit: a result already there under the same
+        identity and content is left (idempotent), under other content (a resumed training
+        rewrote it) updated in place; two rows of this call claiming one identity with unlike
+        contents are a conflict (neither recorded); a row the database will not take is left
+        out with why, the others recorded. A batch goes in under one savepoint; when it fails,
+        each of its rows under its own. Each job's series sums (tables.series) move with the
+        rows, in the same transaction."""
+        if not self.writing:
+            raise DnnbenchError(f"history store {self.name}: opened for reading")
+        done = Recorded()
+        unique: dict[str, dict] = {}
+        claims: dict[str, list[dict]] = {}
+        for r in rows:
+            claims.setdefault(r["identity"], []).append(r)
+        for ident, claimed in claims.items():
+            if len({r["content_hash"] for r in claimed}) > 1:
+                done.conflicts.append(claimed)
+                continue
+            unique[ident] = claimed[0]
+            done.same += len(claimed) - 1
+        order = list(unique.values())
         with self.failing():
-            for start in range(0, len(rows), BATCH):
-                batch = list({r["identity"]: r for r in rows[start:start + BATCH]}.values())
-                same += len(rows[start:start + BATCH]) - len(batch)
+            for start in range(0, len(order), BATCH):
+                batch = order[start:start + BATCH]
                 with engine.writer(self.engine) as conn:
                     if conn.dialect.name == "postgresql":   # one writer at a time, as SQLite's lock does:
+                        from sqlalchemy import text
                         conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": WRITE_LOCK})  # sums exact
-                    have = {r.identity: r._asdict() for r in conn.execute(select(
-                        t.c.identity, t.c.content_hash, t.c.id, t.c.job_key, t.c.series_key, t.c.status, t.c.started,
-                        t.c.throughput).where(t.c.identity.in_([r["identity"] for r in batch])))}
-                    fresh = [r for r in batch if r["identity"] not in have]
-                    moved = [r for r in batch if r["identity"] in have
-                             and have[r["identity"]]["content_hash"] != r["content_hash"]]
-                    added = []
-                    if fresh:    # the lock above: nobody else inserted them meanwhile
-                        conn.execute(_insert_once(conn), fresh)
-                        ids = dict(conn.execute(select(t.c.identity, t.c.id).where(
-                            t.c.identity.in_([r["identity"] for r in fresh]))).all())
-                        added = [dict(r, id=ids[r["identity"]]) for r in fresh]
-                    for r in moved:
-                        conn.execute(update(t).where(t.c.identity == r["identity"]).values(**r))
-                    _subtract(conn, [have[r["identity"]] for r in moved])
-                    _add(conn, added + [dict(r, id=have[r["identity"]]["id"]) for r in moved])
-                new += len(fresh)
-                changed += len(moved)
-                same += len(batch) - len(fresh) - len(moved)
-        return new, same, changed
+                    try:
+                        with conn.begin_nested():
+                            counts = _put(conn, batch)
+                    except Exception as exc:  # noqa: BLE001 - which row failed is found below, one at a time
+                        if not _row_error(exc):
+                            raise
+                        counts = self._one_by_one(conn, batch, done)
+                done.new, done.same, done.changed = (x + y for x, y in zip((done.new, done.same, done.changed),
+                                                                            counts))
+        return done
+
+    def _one_by_one(self, conn, batch: list[dict], done: Recorded) -> tuple[int, int, int]:
+        total = [0, 0, 0]
+        failed: list[str] = []
+        for r in batch:
+            try:
+                with conn.begin_nested():
+                    counts = _put(conn, [r])
+            except Exception as exc:  # noqa: BLE001 - this row's problem: named, the others go on
+                if not _row_error(exc):
+                    raise
+                failed.append(self.location.scrub(why(exc)))
+                done.refused.append((r, failed[-1]))
+                continue
+            total = [x + y for x, y in zip(total, counts)]
+        if len(batch) >= SAME_FAILURE and len(failed) == len(batch) and len(set(failed)) == 1:
+            del done.refused[-len(failed):]
+            raise DnnbenchError(failed[0])     # every row for one reason: the store cannot take any
+        return total[0], total[1], total[2]
 
     def select(self, *, job: str | None = None, workload: str | None = None, image: str | None = None,
                base: str | None = None, pytorch: str | None = None, cuda: str | None = None,
@@ -178,6 +226,51 @@ class Store:
         from dnnbench.history.facts import release_key
         return sorted(points, key=release_key)
 
+
+
+def conflict_line(rows: list[dict]) -> str:
+    """Rows claiming one identity with unlike contents, in one line."""
+    r = rows[0]
+    paths = ", ".join(str(x.get("path")) for x in rows[:3]) + (f" and {len(rows) - 3} more" if len(rows) > 3 else "")
+    return (f"conflict: {paths} claim one identity (run id {str(r.get('run_id'))[:80]}, host "
+            f"{str(r.get('host'))[:80]}, started {r.get('started')}) with unlike contents: neither recorded")
+
+
+def _database_error(exc: BaseException) -> bool:
+    from sqlalchemy.exc import SQLAlchemyError
+    return isinstance(exc, (SQLAlchemyError, OSError, ValueError)) or type(exc).__module__.startswith(
+        ("psycopg", "sqlite3"))
+
+
+def _row_error(exc: BaseException) -> bool:
+    """A failure one row can cause (its values), not the store's (a lost connection)."""
+    if getattr(exc, "connection_invalidated", False):
+        return False
+    return _database_error(exc) or isinstance(exc, (UnicodeError, OverflowError, TypeError))
+
+
+def _put(conn, batch: list[dict]) -> tuple[int, int, int]:
+    """Rows not yet there inserted, rows there under other content updated, their series sums
+    moved: (new, already there, updated). The caller holds the write lock."""
+    from sqlalchemy import select, update
+
+    from dnnbench.history.tables import results as t
+    have = {r.identity: r._asdict() for r in conn.execute(select(
+        t.c.identity, t.c.content_hash, t.c.id, t.c.job_key, t.c.series_key, t.c.status, t.c.started,
+        t.c.throughput).where(t.c.identity.in_([r["identity"] for r in batch])))}
+    fresh = [r for r in batch if r["identity"] not in have]
+    moved = [r for r in batch if r["identity"] in have and have[r["identity"]]["content_hash"] != r["content_hash"]]
+    added = []
+    if fresh:    # the lock: nobody else inserted them meanwhile
+        conn.execute(_insert_once(conn), fresh)
+        ids = dict(conn.execute(select(t.c.identity, t.c.id).where(
+            t.c.identity.in_([r["identity"] for r in fresh]))).all())
+        added = [dict(r, id=ids[r["identity"]]) for r in fresh]
+    for r in moved:
+        conn.execute(update(t).where(t.c.identity == r["identity"]).values(**r))
+    _subtract(conn, [have[r["identity"]] for r in moved])
+    _add(conn, added + [dict(r, id=have[r["identity"]]["id"]) for r in moved])
+    return len(fresh), len(batch) - len(fresh) - len(moved), len(moved)
 
 
 def _merged(groups: list[tuple]) -> list[tuple]:

@@ -27,6 +27,8 @@ def check(opts: RunOptions, train: dict) -> None:
         why = o.problem(train.get(o.name))
         if why:
             raise DnnbenchError(f"{o.flag} {train.get(o.name)}: {why}")
+    if train.get("mlperf"):
+        check_mlperf_logging(opts.runtime)
     from dnnbench.workloads import WORKLOADS
     from dnnbench.workloads.train_tasks import evaluation
     if opts.workload in WORKLOADS and evaluation(opts.workload) is None:
@@ -43,6 +45,25 @@ def check(opts: RunOptions, train: dict) -> None:
         found = closed_problems(opts.workload, train, opts.batch_size, opts.lr, world, opts.data)
         if found:
             raise DnnbenchError("--mlperf closed: " + "; ".join(found))
+
+
+def check_mlperf_logging(runtime: str) -> None:
+    """--mlperf asks for the MLPerf log, which mlperf-logging writes: on a runtime that runs this
+    Python, its absence is refused here, before anything is written, with the install line for
+    this Python; in a container the run itself refuses before its first step (an image's
+    packages are known only inside it), with the way to get an image that has it."""
+    import importlib.util
+
+    from dnnbench.containers.engines import named
+    if named(runtime).contained:
+        return
+    try:
+        found = importlib.util.find_spec("mlperf_logging.mllog") is not None
+    except (ImportError, ValueError):
+        found = False
+    if not found:
+        from dnnbench.workloads.mlperf_log import missing
+        raise DnnbenchError(missing())
 
 
 def module_args(workload: str, opts: RunOptions, train: dict, *, data_in: str, results_in: str, run_id: str,
