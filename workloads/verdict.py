@@ -6,6 +6,8 @@ judge(result) -> {"label", "evidence": [...], "hint"}, label one of LABELS. Comp
 container when the run ends (so every runtime's result.json has it) and again on the host once a
 profile is summarized. The rules, first match wins:
 
+  host-bound           the host was busy (busy.py: every core taken while the run's own process got
+                       under half of one): the figure is the host's, whatever else the run shows
   input-bound          the training loop waited for batches >= 10 % of the timed window
   throttled            thermal slowdown in >= 10 % of the samples, or the power cap held the SM
                        clock under 85 % of its maximum most of the time
@@ -20,7 +22,7 @@ Python 3.7+, stdlib only.
 """
 import re
 
-from . import WORKLOADS
+from . import WORKLOADS, busy as busy_host
 
 LABELS = ("input-bound", "compute-bound", "throttled", "straggler", "communication-bound", "host-bound", "unknown")
 
@@ -184,6 +186,13 @@ def judge(result):
             hint = TRAINING_HINTS.get(label)
         return {"label": label, "evidence": evidence, "hint": hint}
 
+    host = busy_host.facts(result)
+    if busy_host.judge(host["load1"], host["cpu_share"], host["cores"]):
+        # not the workload's limit: no hint about the workload's options (nor a GPU to buy)
+        evidence.insert(0, "host busy: load %.1f on %d cores, this process %s of one core" % (
+            host["load1"], host["cores"], _pct(host["cpu_share"])))
+        return {"label": "host-bound", "evidence": evidence,
+                "hint": "run again on a quiet machine: other processes took the CPU, the figure is the host's"}
     if wait is not None and wait >= INPUT_WAIT:
         return out("input-bound", _input_hint(opts, device, result.get("loader")))
     if thermal is not None and thermal >= THERMAL_SHARE:

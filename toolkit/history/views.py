@@ -45,9 +45,9 @@ def short(value, longest: int = LONGEST) -> str:
 def table(title: str, rows: list[dict], wide: bool = False) -> None:
     from dnnbench.console import Column, number, print_table
     from dnnbench.results.numbers import fmt
-    columns = [Column("started", key=True), Column("job", key=True), Column("throughput", right=True, rank=9),
+    columns = [Column("started", key=True), Column("job", key=True), Column("throughput", right=True, headline=True),
                Column("+-95% CI %", right=True, rank=8), Column("image", rank=6), Column("pytorch", rank=5),
-               Column("cuda", rank=3), Column("host", rank=4), Column("gpu", rank=5), Column("status", rank=7)]
+               Column("cuda", rank=3), Column("host", rank=4), Column("gpu", rank=5), Column("status", decides=True)]
     cells = []
     for r in rows:
         started = r["started"].strftime("%Y-%m-%d %H:%M") if isinstance(r.get("started"), datetime) else "-"
@@ -62,7 +62,7 @@ def series_table(title: str, points: list[dict], wide: bool = False) -> None:
     """Series points (Store.series): each image's (or image and day's) results summed."""
     from dnnbench.console import Column, number, print_table
     from dnnbench.results.numbers import fmt
-    columns = [Column("image", key=True), Column("n", right=True, decides=True), Column("throughput", right=True, rank=9, whole=True),
+    columns = [Column("image", key=True), Column("n", right=True, rank=9), Column("throughput", right=True, headline=True, whole=True),
                Column("+-95% CI %", right=True, rank=8), Column("pytorch", rank=5), Column("cuda", rank=3),
                Column("gpu", rank=5), Column("first", rank=6)]
     cells = [[short(p.get("image")), str(p["n"]), f"{fmt(p['throughput'])} {short(p.get('unit') or '', 12)}",

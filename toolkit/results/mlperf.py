@@ -319,8 +319,8 @@ def print_scores(jobs: dict) -> None:
                   "-" if r["time_to_train_s"] is None else f"{r['time_to_train_s'] / 60:.2f}",
                   str(r["segments"])] for r in score["runs"]]
         print_table(escape(f"MLPerf: {visible(name, one_line=True)} ({score['benchmark']})"),
-                    [Column("run", key=True), Column("checker", rank=9), Column("status", rank=8),
-                     Column("minutes", right=True, rank=9), Column("segments", right=True, rank=5)], cells)
+                    [Column("run", key=True), Column("checker", rank=9), Column("status", decides=True),
+                     Column("minutes", right=True, headline=True), Column("segments", right=True, rank=5)], cells)
         if score["score_min"] is not None:
             line = (f"MLPerf score {score['score_min']:.3f} min: olympic mean of {score['scored']} runs "
                     f"(fastest and slowest dropped; {score['required']} required)")

@@ -23,6 +23,7 @@ from dnnbench.results.formats.cells import fmt as _fmt
 from dnnbench.results.job_names import column_name
 from dnnbench.results.naming import gpu_model, gpu_name, job_name
 from dnnbench.results.record import verdict_of
+from dnnbench.workloads import busy
 
 
 
@@ -259,7 +260,8 @@ def rows(jobs: dict, baseline: dict | None, tolerance: float) -> list[dict]:
                "throughput": j.throughput, **_statistics(j.headline), "scaling": scaling_efficiency(j, jobs),
                "verdict": job_verdict(j.verdicts), **time_to_target(j.results),
                "slow_hosts": fleet.slow_hosts(j.results), "undecided_hosts": fleet.undecided(j.results),
-               "ci_note": load.explain(j.headline, [w for r in j.results for w in r.get("windows") or []])}
+               "ci_note": load.explain(j.headline, [w for r in j.results for w in r.get("windows") or []]),
+               "busy": [line for line in map(busy.of_result, j.results) if line]}
         if baseline is not None:
             row.update(baseline_mod.judge(baseline.get(name), j.results, j.headline, tolerance))
         out.append(row)
@@ -406,7 +408,7 @@ def compare_command(a: Path, b: Path, tolerance: float = 0.05, strict: bool = Fa
     jb = {column_name(j, found_b): j for j in found_b.values()}
     columns = [Column("job", key=True), Column("A", right=True, rank=9), Column("+-95% A", right=True, rank=6),
                Column("B", right=True, rank=9), Column("+-95% B", right=True, rank=6),
-               Column("B/A", right=True, rank=8), Column("B/A 99% CI", right=True, rank=7), Column("verdict", decides=True)]
+               Column("B/A", right=True, headline=True), Column("B/A 99% CI", right=True, rank=7), Column("verdict", decides=True)]
     verdicts, cells, why = {}, [], []
     for name in sorted(set(ja) | set(jb)):
         x, y = ja.get(name), jb.get(name)

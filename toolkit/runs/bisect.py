@@ -428,7 +428,7 @@ def compare_images_command(opts: RunOptions, images: list[str] | None, bases: st
                 [Column("image", key=True), Column("pytorch", rank=5), Column("cuda", rank=4),
                  Column("cudnn", rank=2), Column("nccl", rank=2), Column("throughput", right=True, rank=9),
                  Column("+-95%", right=True, rank=6), Column("ratio CI", right=True, rank=7),
-                 Column("ratio", right=True, rank=8), Column("verdict", decides=True)],
+                 Column("ratio", right=True, headline=True), Column("verdict", decides=True)],
                 rows, wide=wide)
     for line in wide_lines:   # the pooled figure's CI: why it is wide (the verdict needs no narrow one)
         out.print(escape(line))
