@@ -184,7 +184,8 @@ def collect(paths: list[Path], system: str | None = None, strict: bool = False) 
         else:
             job.unit = job.unit or data.get("unit", "")   # an ok run's: a failed run never measured one
             job.rates.append(r)
-            job.results.append({**numbers.essentials(data), "host": machine_of(data), "run_id": data.get("run_id")})
+            job.results.append({**numbers.essentials(data), "host": machine_of(data), "run_id": data.get("run_id"),
+                                "busy": busy.of_result(data)})
             job.verdicts.append(verdict_of(data)["label"])
             if (data.get("scaling") or {}).get("efficiency"):
                 job.efficiencies.append(data["scaling"]["efficiency"])
@@ -261,7 +262,7 @@ def rows(jobs: dict, baseline: dict | None, tolerance: float) -> list[dict]:
                "verdict": job_verdict(j.verdicts), **time_to_target(j.results),
                "slow_hosts": fleet.slow_hosts(j.results), "undecided_hosts": fleet.undecided(j.results),
                "ci_note": load.explain(j.headline, [w for r in j.results for w in r.get("windows") or []]),
-               "busy": [line for line in map(busy.of_result, j.results) if line]}
+               "busy": [r["busy"] for r in j.results if r.get("busy")]}
         if baseline is not None:
             row.update(baseline_mod.judge(baseline.get(name), j.results, j.headline, tolerance))
         out.append(row)

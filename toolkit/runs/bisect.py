@@ -437,7 +437,7 @@ def compare_images_command(opts: RunOptions, images: list[str] | None, bases: st
                 f"{tolerance:g}, {len(table)} round{'s' if len(table) > 1 else ''} in alternating order, at most "
                 f"{max_rounds}; results in {escape(str(folder))})",
                 [Column("image", key=True), Column("pytorch", rank=5), Column("cuda", rank=4),
-                 Column("cudnn", rank=2), Column("nccl", rank=2), Column("pooled", right=True, rank=9),
+                 Column("cudnn", rank=2), Column("nccl", rank=2), Column("throughput", right=True, rank=9),
                  Column("+-95%", right=True, rank=6), Column("ratio CI", right=True, rank=7),
                  Column("ratio", right=True, headline=True), Column("verdict", decides=True)],
                 rows, wide=wide)
@@ -445,9 +445,10 @@ def compare_images_command(opts: RunOptions, images: list[str] | None, bases: st
 
     from dnnbench.results import numbers
     unit = next((s.result.get("unit") for r in table for s in r.values() if s.result and s.result.get("unit")), "")
-    out.print(Text(f"pooled: {numbers.STATISTIC} over all of an image's runs, {unit}; ratio: "
-                   "against the first, the geometric mean of the rounds' ratios (each round measures both side "
-                   "by side, so it need not equal pooled/pooled); ratio CI: its 99 % interval"), style="dim")
+    out.print(Text(f"throughput: {numbers.STATISTIC} over all of an image's runs{', ' + unit if unit else ''}; "
+                   "ratio: against the first, the geometric mean of the rounds' ratios (each round measures both "
+                   "side by side, so it need not equal throughput/throughput); ratio CI: its 99 % interval"),
+              style="dim")
     for line in wide_lines:   # the pooled figure's CI: why it is wide (the verdict needs no narrow one)
         out.print(escape(line))
     for i, j in judged.items():

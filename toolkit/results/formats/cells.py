@@ -18,8 +18,8 @@ RATES = {"throughput", "median", "trimmed", "target"}   # printed with numbers.f
 KEYS = {"job", "image"}
 HEADLINE = {"throughput"}
 DECIDES = {"verdict", "reached", "target_verdict"}
-RANK = {"tta_s": 9, "best": 6, "ci95_pct": 8, "unit": 9, "system": 7, "target": 7, "diff_pct": 8,
-        "scaling": 6, "n": 6, "trimmed": 5, "failed": 5, "world_size": 4, "median": 3, "sd_pct": 2,
+RANK = {"tta_s": 9, "best": 6, "ci95_pct": 7, "unit": 9, "system": 7, "target": 9, "diff_pct": 9,
+        "scaling": 6, "n": 8, "trimmed": 5, "failed": 5, "world_size": 4, "median": 3, "sd_pct": 2,
         "trimmed_n": 2, "bounds": 2}
 STATISTIC = ("Throughput: items over seconds summed over every timed window of a job's runs (times ranks, "
              "plus parallel copies: statistic sum_items/sum_seconds), recomputed from each result's raw "
