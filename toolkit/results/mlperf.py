@@ -162,6 +162,10 @@ def show(run: str, block: dict) -> None:
     """The verdict in plain words, then the checker's own messages."""
     from dnnbench.console import out, visible
     tt = block.get("time_to_train_s")
+    if block.get("status") not in (None, "success"):   # first: a compliant log of a run that never converged
+        out.print(visible(f"{run}: the run did not reach its target (run_stop status {block.get('status')}): "
+                          "no MLPerf time to train; the checker below judges the log's form, not the result"),
+                  markup=False, soft_wrap=True, style="bold red")
     head = (f"MLPerf {block.get('ruleset')} {block.get('division') or '?'} {block.get('benchmark') or '?'}: "
             f"{VERDICT_WORDS.get(block['verdict'], block['verdict'])} the compliance checker "
             f"({block.get('checker')})")
