@@ -310,9 +310,9 @@ def score(table: list[dict], weights: dict[str, float]) -> float | None:
 
 
 def render(table: list[dict], fmt: str, *, total_score: float | None, with_baseline: bool,
-           wide: bool = False, pngs: list | None = None) -> str | None:
+           wide: bool = False, pngs: list | None = None, sections: list | None = None) -> str | None:
     """The report in one of formats.FORMATS: the text to write, or None where it printed itself."""
-    return format_of(fmt).render(View(table, total_score, with_baseline, wide, pngs or []))
+    return format_of(fmt).render(View(table, total_score, with_baseline, wide, pngs or [], sections or []))
 
 
 def lambda_csv(jobs: dict) -> str:
@@ -359,7 +359,12 @@ def report_command(paths: list[Path], fmt: str, baseline: Path | None, weights: 
     elif form.embeds_plots:
         from dnnbench.results.plots import plots as make_plots
         pngs = make_plots(jobs)        # in memory: the page embeds them, no PNG left beside it
-    text = render(table, fmt, total_score=total, with_baseline=targets is not None, wide=wide, pngs=pngs)
+    sections = []
+    if form.embeds_plots:      # a page: the MLPerf scores the screen prints after its table
+        from dnnbench.results.mlperf import score_tables
+        sections = score_tables(jobs)
+    text = render(table, fmt, total_score=total, with_baseline=targets is not None, wide=wide, pngs=pngs,
+                  sections=sections)
     if text is not None:
         if output:
             _write(output, text)
