@@ -9,7 +9,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Callable
 
-from dnnbench.console import info, warn
+from dnnbench.console import info, visible, warn
 
 HEADER = ("run", "workload", "image", "batch", "amp", "gpus", "parallel")
 
@@ -60,28 +60,33 @@ def _duration(seconds: float) -> str:
         f"{seconds / 3600:.1f} h"
 
 
+def _row(*cells) -> str:
+    """One tab-separated line: each cell on one line, a tab in a name shown, never a column."""
+    return "\t".join(visible(c, one_line=True).replace("\t", "\\t") for c in cells)
+
+
 def show(name: str, path: Path, suite_dir: Path, runs: list, watches: list, plan_for: Callable,
          folder_of_watch: Callable) -> None:
     from dnnbench.runs import gpus as gpus_mod
     jobs = len({r.job for r in runs})
-    print(f"suite {name} ({path}): {len(runs)} run(s) of {jobs} job(s)"
-          + (f", {len(watches)} watch entr{'y' if len(watches) == 1 else 'ies'}" if watches else "")
-          + f"; nothing runs with --dry-run; results would go to {suite_dir}")
+    print(visible(f"suite {name} ({path}): {len(runs)} run(s) of {jobs} job(s)"
+                  + (f", {len(watches)} watch entr{'y' if len(watches) == 1 else 'ies'}" if watches else "")
+                  + f"; nothing runs with --dry-run; results would go to {suite_dir}", one_line=True))
     wanting = []
     if runs:
         print("\t".join(HEADER))
     for r in runs:
         plan = plan_for(r)
         image = plan.image or f"none ({plan.runtime}: this machine's Python)"
-        print(f"{r.run_id}\t{r.workload}\t{image}\t{r.batch_size or 'default'}\t{r.amp}"
-              f"\t{r.spec.get('gpus') or '-'}\t{r.spec.get('parallel') or '-'}")
+        print(_row(r.run_id, r.workload, image, r.batch_size or "default", r.amp, r.spec.get("gpus") or "-",
+                   r.spec.get("parallel") or "-"))
         if plan.gpus:
             wanting.append((r, plan))
     if watches:
         print("\t".join(("watch", "workload", "batch", "amp", "releases", "every")))
     for w in watches:
-        print(f"{folder_of_watch(w)}\t{w.workload}\t{w.spec.get('batch_size') or 'default'}"
-              f"\t{w.spec.get('amp') or 'default'}\t{len(w.releases)}\t{w.every}")
+        print(_row(folder_of_watch(w), w.workload, w.spec.get("batch_size") or "default",
+                   w.spec.get("amp") or "default", len(w.releases), w.every))
     took = earlier(runs, suite_dir)
     if runs:
         known = [took[r.run_id] for r in runs if r.run_id in took]
