@@ -120,9 +120,9 @@ def show_outcome(run_dir: Path, data: dict) -> None:
 
     from dnnbench.console import err, escape, out, print_table
     from dnnbench.workloads import busy
-    training = data.get("training")
-    missed = isinstance(training, dict) and training.get("target") is not None and not training.get("reached")
-    if missed:     # first, above a table whose status says ok: the run trained, but not to its target
+    training = data.get("training") if isinstance(data.get("training"), dict) else None
+    missed = training is not None and training.get("target") is not None and not training.get("reached")
+    if training is not None and missed:   # first, above a table whose status says ok: trained, not to its target
         out.print(Text(training_line(training)), style="bold red")
     print_table(*summary_table([(run_dir, data)]))
     if busy.of_result(data):     # before the verdict: what the figure is worth
@@ -130,7 +130,7 @@ def show_outcome(run_dir: Path, data: dict) -> None:
     v = verdict_of(data)
     if v["label"] != "unknown":
         out.print(Text(f"{v['label']}: " + "; ".join(v["evidence"]) + (f"\nhint: {v['hint']}" if v["hint"] else "")))
-    if isinstance(training, dict) and not missed:
+    if training is not None and not missed:
         out.print(Text(training_line(training)))
     if data.get("status") != "ok":
         err.print(f"[red]{escape(data.get('status'))}[/]: {escape(data.get('message'))}", soft_wrap=True)
