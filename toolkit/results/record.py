@@ -120,18 +120,18 @@ def show_outcome(run_dir: Path, data: dict) -> None:
 
     from dnnbench.console import err, escape, out, print_table
     from dnnbench.workloads import busy
-    training = data.get("training") if isinstance(data.get("training"), dict) else None
-    missed = training is not None and training.get("target") is not None and not training.get("reached")
-    if training is not None and missed:   # first, above a table whose status says ok: trained, not to its target
-        out.print(Text(training_line(training)), style="bold red")
+    epochs: dict = data["training"] if isinstance(data.get("training"), dict) else {}
+    missed = bool(epochs) and epochs.get("target") is not None and not epochs.get("reached")
+    if missed:   # first, above a table whose status says ok: it trained, but not to its target
+        out.print(Text(training_line(epochs)), style="bold red")
     print_table(*summary_table([(run_dir, data)]))
     if busy.of_result(data):     # before the verdict: what the figure is worth
         out.print(Text(busy.of_result(data) or ""), style="yellow")
     v = verdict_of(data)
     if v["label"] != "unknown":
         out.print(Text(f"{v['label']}: " + "; ".join(v["evidence"]) + (f"\nhint: {v['hint']}" if v["hint"] else "")))
-    if training is not None and not missed:
-        out.print(Text(training_line(training)))
+    if epochs and not missed:
+        out.print(Text(training_line(epochs)))
     if data.get("status") != "ok":
         err.print(f"[red]{escape(data.get('status'))}[/]: {escape(data.get('message'))}", soft_wrap=True)
 
