@@ -71,10 +71,31 @@ def _copy(src: Path, dest: Path) -> Path:
     return dest
 
 
-@pytest.fixture
-def store(tmp_path):
-    """Eight ok results of one job in the store, two of them on a busy host (slow: 40/s)."""
+@pytest.fixture(scope="module")
+def cluster():
+    from tests.postgres import Cluster
+    c = Cluster()
+    yield c
+    c.close()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store(request, tmp_path):
+    """Eight ok results of one job in the store (SQLite, or a fresh database on a real PostgreSQL),
+    two of them on a busy host (slow: 40/s)."""
     db = str(tmp_path / "h.db")
+    if request.param == "postgresql":
+        import uuid
+
+        from sqlalchemy import create_engine, text
+        cluster = request.getfixturevalue("cluster")
+        name = f"busy_{uuid.uuid4().hex[:8]}"
+        engine = create_engine(cluster.url().replace("postgresql://", "postgresql+psycopg://"),
+                               isolation_level="AUTOCOMMIT")
+        with engine.connect() as conn:
+            conn.execute(text(f"CREATE DATABASE {name}"))
+        engine.dispose()
+        db = cluster.url().replace("@/postgres?", f"@/{name}?")
     for i in range(8):
         path = write(tmp_path / "res", i, 40.0 if i in (2, 5) else 100.0, image="dnnbench:ngc-24.10")
         if i in (2, 5):
