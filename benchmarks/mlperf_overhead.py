@@ -3,7 +3,7 @@
 1. Writing: the events one epoch writes to mlperf_log.txt (block_start, epoch_start,
    epoch_stop, eval_start, eval_accuracy, eval_stop, block_stop), through mllog to a real file
    in a temporary folder, --epochs-logged times; microseconds per epoch (median of --rounds).
-2. Runs: --runs trainings of resnet18 on the UCI digits (tests/digits.py, 32 px, batch 32,
+2. Runs: --runs trainings of resnet18 on the UCI digits (`dnnbench data digits`, 32 px, batch 32,
    the closed-division schedule) to 76 % top-1, each in its own process as `dnnbench train`
    runs it; per run: the mean epoch (on the clock), the log's share of it (1. / epoch), and
    run_start -> run_stop from mlperf_log.txt against dnnbench's time_to_target_s.
@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from tests.digits import write_digits  # noqa: E402 - the test suite's real digits
+from dnnbench.datasets.digits import write_digits  # noqa: E402 - the real digits (`dnnbench data digits`)
 
 from dnnbench.results import mlperf  # noqa: E402
 from dnnbench.workloads import mlperf_log  # noqa: E402

@@ -16,7 +16,7 @@ so otherwise the sides do not train on the same batches.
 
 Usage: python benchmarks/tta_ratio.py --peer ~/examples/imagenet/main.py --data DIGITS
            [--image-size 32] [--batch-size 32] [--workers 0] [--target 90] [--rounds 5]
-(DIGITS: the UCI digits as ImageNet folders: python -c "from tests.digits import write_digits; ...")
+(DIGITS: the UCI digits as ImageNet folders: `dnnbench data digits --to DIGITS`)
 """
 import json
 import os

@@ -2,9 +2,11 @@
 and the history page: what a probe script counted once it loaded, and a screenshot."""
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -20,12 +22,13 @@ def chromium(*args, tmp_path) -> subprocess.CompletedProcess:
     return subprocess.run([exe, *flags, *args], capture_output=True, text=True, timeout=120)
 
 
-def probe(text: str, script: str, tmp_path) -> dict[str, str]:
+def probe(text: str, script: str, tmp_path, width: int | None = None) -> dict[str, str]:
     """Load a copy of the page `text` with `script` before </body>, a script that reports what
-    loaded in the title (`probe name=N ...`); those counts by name."""
+    loaded in the title (`probe name=N ...`); those counts by name. `width`: the window's, in px."""
     probed = tmp_path / "probed.html"
     probed.write_text(text.replace("</body>", script + "</body>"), encoding="utf-8")
-    res = chromium("--dump-dom", probed.as_uri(), tmp_path=tmp_path)
+    size = [f"--window-size={width},900"] if width else []
+    res = chromium(*size, "--dump-dom", probed.as_uri(), tmp_path=tmp_path)
     title = re.search(r"<title>(.*?)</title>", res.stdout)
     assert title, res.stderr[-2000:]
     return dict(re.findall(r"(\w+)=(\d+)", title.group(1)))
@@ -38,3 +41,13 @@ def screenshot(page, width: int, height: int, tmp_path):
     assert shot.exists(), res.stderr[-2000:]
     assert "CONSOLE" not in res.stderr, [line for line in res.stderr.splitlines() if "CONSOLE" in line]
     return shot
+
+
+def keep(shot: Path, name: str) -> Path:
+    """A screenshot copied where it outlives pytest's temporary folders (which other test runs on
+    the machine prune): $DNNBENCH_TEST_SHOTS, else /var/tmp/dnnbench-test-shots; its path."""
+    folder = Path(os.environ.get("DNNBENCH_TEST_SHOTS", "/var/tmp/dnnbench-test-shots"))
+    folder.mkdir(parents=True, exist_ok=True)
+    kept = folder / f"{name}.png"
+    shutil.copyfile(shot, kept)
+    return kept

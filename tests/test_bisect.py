@@ -178,34 +178,17 @@ def test_bisect_refuses_bad_input_in_one_line(tmp_path):
 
 
 def test_compare_images_on_sif_files(built_sif, tmp_path):
-    """The same comparison over `.sif` files with Apptainer, as an HPC user runs it: two names of
-    one image (a hard link), each measured in two rounds (A B, then B A), each row with the facts
-    its manifest recorded."""
+    """The comparison over `.sif` files with Apptainer, as an HPC user runs it: two names of one
+    image (a hard link) are the same image by SHA-256 (containers/same_image.py), said so, and
+    measured not at all (they were six runs and a ratio interval of 0.003-314 before)."""
     twin = tmp_path / "twin.sif"
     twin.hardlink_to(built_sif)
     res = dnnbench("compare-images", "resnet18", "--runtime", "singularity", "--images", f"{built_sif},{twin}",
-                   "--results", tmp_path, "--run-id", "sif", "--tolerance", "0.5", "--rounds", "2", *TINY,
-                   timeout=1800)
+                   "--results", tmp_path, "--run-id", "sif", "--tolerance", "0.5", "--rounds", "2", *TINY)
     assert res.returncode == 0, res.stdout + res.stderr
-    assert "2 rounds in alternating order" in " ".join(res.stdout.split())
-    steps = sorted((tmp_path / "sif").glob("*/result.json"))
-    assert len(steps) == 4 and sum(p.parent.name.endswith("-round2") for p in steps) == 2, steps
-    # the second round ran in the opposite order: the twin before the first image
-    started = {p.parent.name: json.loads(p.read_text())["started"] for p in steps}
-    second = sorted(n for n in started if n.endswith("-round2"))
-    assert started[second[1]] < started[second[0]], started
-    runs = [json.loads(p.read_text()) for p in steps]
-    assert all(d["status"] == "ok" and d["host"]["runtime"] == "singularity" for d in runs)
-    rows = [line.split() for line in res.stdout.splitlines() if ".sif" in line and line.split()[0].endswith(".sif")]
-    # One image twice: on a quiet machine "same", but a busy one can slow one run of the two by
-    # 10x (seen beside two CPU hogs and three other test streams), and a measurement that says
-    # so is right. What load cannot change: the verdict is one of the four words and agrees
-    # with the ratio beside it. (That noise is never called a regression is tested with steps
-    # that sleep, in the bisect tests above.)
-    assert rows[0][-1] == "first" and rows[1][-1] in ("same", "inconclusive", "slower", "faster"), res.stdout
-    verdict, ratio = rows[1][-1], float(rows[1][-2])
-    assert (verdict != "slower" or ratio < 1) and (verdict != "faster" or ratio > 1), res.stdout
-    assert all(r[1] == runs[0]["system"]["pytorch"] for r in rows), res.stdout
+    text = " ".join(res.stdout.split())
+    assert f"{twin} is the same image as {built_sif}" in text and "nothing measured" in text, text
+    assert not list((tmp_path / "sif").glob("*/result.json")) if (tmp_path / "sif").exists() else True
 
 
 def test_rounds_alternate_the_order_so_a_load_that_grows_weighs_on_both_images(monkeypatch, tmp_path, capsys):

@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from dnnbench.workloads import checkpoint, train
-from tests.digits import write_digits
+from dnnbench.datasets.digits import write_digits
 
 pytest.importorskip("sklearn")   # a test dependency (pyproject's test extra); never skipped in CI
 

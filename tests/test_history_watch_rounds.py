@@ -166,3 +166,12 @@ def test_where_watch_looks(values, every, want):
     points = {i: [{"throughput": v * (1 + 0.002 * (i % 3)), "ci_low": v * 0.99, "ci_high": v * 1.01, "index": i}]
               for i, v in enumerate(values) if i in watch.survey_order(len(values), every)}
     assert watch.suspects(points, 0.1) == want
+
+
+def test_a_survey_line_says_the_unit_and_the_interval():
+    """`[survey] image: 59.6/s` beside `25.4/s` said neither what was counted nor how sure it was."""
+    from dnnbench.history.watch import figure
+    one = {"throughput": 59.61, "unit": "images/s", "ci_low": 55.02, "ci_high": 64.2}
+    assert figure([one]) == "59.6 images/s (95 % CI 55.0-64.2)"
+    assert figure([dict(one, ci_low=None)]) == "59.6 images/s (no 95 % CI)"
+    assert figure([one, dict(one, throughput=25.4)]) == "42.5 images/s (mean of 2, range 25.4-59.6)"

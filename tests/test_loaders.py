@@ -196,7 +196,10 @@ def test_training_with_the_gpu_loader_records_which_ran(tmp_path, imagenet):
     assert res.returncode == 0, res.stderr[-3000:]
     assert data["loader"]["used"] == "gpu" and data["loader"]["requested"] == "gpu"
     assert "decode_jpeg on cpu" in data["loader"]["why"]
-    assert data["verdict"]["label"] in ("compute-bound", "input-bound")
+    # on a busy machine the rule may say so instead (workloads/busy.py), and only then
+    from dnnbench.workloads import busy
+    assert data["verdict"]["label"] in ("compute-bound", "input-bound") or \
+        (data["verdict"]["label"] == "host-bound" and busy.of_result(data)), data["verdict"]
 
 
 def test_loader_workload_measures_each_backend(tmp_path, imagenet):

@@ -1,5 +1,5 @@
 """MLPerf Training logs judged by the real checker (mlperf-logging's compliance_checker, ruleset
-4.0.0), never by a copy of its rules: digits runs (tests/digits.py) log what the open and closed
+4.0.0), never by a copy of its rules: digits runs (`dnnbench data digits`) log what the open and closed
 divisions require, broken closed logs fail and dnnbench says so plainly, a resumed run's log is
 judged as the README documents, and the olympic score equals mlperf-logging's own scoring."""
 import json
@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from dnnbench.results import mlperf
-from tests.digits import write_digits
+from dnnbench.datasets.digits import write_digits
 from tests.helpers import EVERY_STEP, at_step, dnnbench, one_line_error, until_line
 
 pytest.importorskip("sklearn")

@@ -36,7 +36,7 @@ def test_a_workload_result_runs_again(tmp_path):
 
 def test_a_training_result_runs_train_again_with_its_options(tmp_path):
     pytest.importorskip("sklearn")
-    from tests.digits import write_digits
+    from dnnbench.datasets.digits import write_digits
     digits = write_digits(tmp_path / "digits", size=8)
     res = dnnbench("train", "resnet18", "--data", digits, "--runtime", "host", "--epochs", "1", "--batch-size", "64",
                    "--workers", "0", "--image-size", "8", "--results", tmp_path / "r", "--run-id", "one", "-q",

@@ -32,7 +32,7 @@ def _training(out, ok, tmp_path):
         cmd = [sys.executable, "-m", "dnnbench.workloads.train", "ssd300", "--data", str(tmp_path), "--results", str(out)]
         return subprocess.run(cmd, capture_output=True, text=True, timeout=300).returncode
     pytest.importorskip("sklearn")
-    from tests.digits import write_digits
+    from dnnbench.datasets.digits import write_digits
     digits = write_digits(tmp_path / "digits")
     cmd = [sys.executable, "-m", "dnnbench.workloads.train", "resnet18", "--data", str(digits), "--results", str(out),
            "--image-size", "16", "--batch-size", "32", "--workers", "0", "--epochs", "1"]

@@ -384,7 +384,7 @@ def test_a_slow_node_is_named_the_straggler_of_a_multi_node_job(slurm_cluster, t
 
 @pytest.fixture(scope="module")
 def digits(tmp_path_factory):
-    from tests.digits import write_digits
+    from dnnbench.datasets.digits import write_digits
     return write_digits(tmp_path_factory.mktemp("digits"))
 
 

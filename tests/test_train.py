@@ -1,5 +1,5 @@
 """Training to a target accuracy on real data someone else made (the UCI digits, see
-tests/digits.py): time to target, per-epoch evaluation, checkpoints, an interrupted run resumed
+`dnnbench data digits`, toolkit/datasets/digits.py): time to target, per-epoch evaluation, checkpoints, an interrupted run resumed
 on the same trajectory, a damaged checkpoint, bad input."""
 import json
 import os
@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from dnnbench.workloads import train
-from tests.digits import write_digits
+from dnnbench.datasets.digits import write_digits
 from tests.helpers import EVERY_STEP, at_step, dnnbench, until_line
 
 pytest.importorskip("sklearn")   # a test dependency (pyproject's test extra); never skipped in CI

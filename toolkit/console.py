@@ -80,16 +80,22 @@ WIDE_HELP = ("Every column, each row on one line: for a terminal wider than the 
 
 class Column:
     """A table column. `key` columns name the row: never wrapped, never hidden (a cell too long for
-    the screen loses its middle to an ellipsis, keeping both ends). `decides` columns carry what
-    the table is for (a verdict, pass/fail, diff %, n): never hidden, wrapped between words only.
-    The others wrap between words only and, when the terminal is too narrow for every column, the
-    lowest `rank` goes first (behind --wide). A `whole` column's cells never wrap (a number and
-    its unit: `3.5 GiB`)."""
+    the screen loses its middle to an ellipsis, keeping both ends). A table declares its answer:
+    its `headline` column (the figure: throughput, a ratio, minutes) and its `decides` columns (the
+    verdict: pass/fail, vs target, status); those are never hidden, wrapped between words only,
+    and every other column goes before them. The others wrap between words only and, when the
+    terminal is too narrow for every column, the lowest `rank` goes first (behind --wide). A
+    `whole` column's cells never wrap (a number and its unit: `3.5 GiB`)."""
 
     def __init__(self, header: str, *, key: bool = False, right: bool = False, rank: int = 1,
-                 decides: bool = False, whole: bool = False):
+                 decides: bool = False, whole: bool = False, headline: bool = False):
         self.header, self.key, self.right, self.rank, self.decides = header, key, right, rank, decides
-        self.whole = whole
+        self.whole, self.headline = whole, headline
+
+    @property
+    def answer(self) -> bool:
+        """The figure or the verdict: the columns a narrow screen keeps after the row's name."""
+        return self.headline or self.decides
 
 
 ELLIPSIS = "\u2026"
@@ -132,12 +138,12 @@ def fit_table(title: str, columns: list, rows: list, *, wide: bool = False, cons
 
     def need() -> int:
         return sum(mins[i] + 3 for i in shown) - 3   # a column: its width, then pad, rule, pad
-    same = [i for i in shown if len(rows) > 1 and not columns[i].decides and len({row[i] for row in plain}) == 1]
+    same = [i for i in shown if len(rows) > 1 and not columns[i].answer and len({row[i] for row in plain}) == 1]
     if need() > room and same:   # a column with one value in every row is said once, above the table
         title = f"{title} ({'; '.join(f'{escape(columns[i].header)}: {rows[0][i]}' for i in same)})"
         shown = [i for i in shown if i not in same]
     while need() > room:
-        droppable = [i for i in shown if not columns[i].key and not columns[i].decides]
+        droppable = [i for i in shown if not columns[i].key and not columns[i].answer]
         if not droppable:
             break
         shown.remove(min(reversed(droppable), key=lambda i: columns[i].rank))   # the rightmost of the lowest rank

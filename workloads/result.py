@@ -103,5 +103,8 @@ class Result(dict):
         except OSError as exc:
             _log("error: cannot write the result to %s: %s" % (out, exc))
             return False
-        _log("result: %s (%s)" % (out, self["status"]))
+        training = self.get("training") if isinstance(self.get("training"), dict) else {}
+        missed = training.get("target") is not None and not training.get("reached")
+        # `ok` says the run ended well, not that it trained to its target: said beside it
+        _log("result: %s (%s%s)" % (out, self["status"], ", target not reached" if missed else ""))
         return True

@@ -11,6 +11,8 @@ profile is summarized. The rules, first match wins:
                        clock under 85 % of its maximum most of the time
   straggler            one rank's own step (forward + backward with no collective, timed on each
                        rank before the windows) >= 1.3x the median rank's: every rank waits for it
+  host-bound           the host was busy (busy.py: every core taken while the run's own process got
+                       under half of one): the figure is the host's, not the workload's or the GPU's
   communication-bound  several ranks at < 85 % scaling efficiency
   host-bound           a GPU run whose GPU was busy < 80 % of the window though batches were ready
                        (nsys busy share, else NVML utilization): the CPU does not launch work fast enough
@@ -20,7 +22,7 @@ Python 3.7+, stdlib only.
 """
 import re
 
-from . import WORKLOADS
+from . import WORKLOADS, busy as busy_host
 
 LABELS = ("input-bound", "compute-bound", "throttled", "straggler", "communication-bound", "host-bound", "unknown")
 
@@ -200,6 +202,13 @@ def judge(result):
         return out("straggler", "every rank waits for the slowest at each all-reduce: check %s (clocks, "
                                 "throttling, other jobs: `dnnbench slurm --each-node` compares the nodes)"
                    % s["host"])
+    host = busy_host.facts(result)
+    if busy_host.judge(host["load1"], host["cpu_share"], host["cores"]):
+        # not the workload's limit: no hint about the workload's options (nor a GPU to buy)
+        evidence.insert(0, "host busy: load %.1f on %d cores, this process %s of one core" % (
+            host["load1"], host["cores"], _pct(host["cpu_share"])))
+        return {"label": "host-bound", "evidence": evidence,
+                "hint": "run again on a quiet machine: other processes took the CPU, the figure is the host's"}
     apart = _load_apart(scaling)
     if world > 1 and efficiency is not None and efficiency < SCALING and apart is not None:
         # the reference ran at another moment: a load that differed would be the efficiency

@@ -1,4 +1,4 @@
-"""Commands of the data stage: `dnnbench data prepare|fake|verify`."""
+"""Commands of the data stage: `dnnbench data prepare|digits|fake|verify`."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -7,7 +7,7 @@ from typing import Optional
 import typer
 
 
-data_app = typer.Typer(help="Datasets: prepare real ones from their archives, verify them, make fake ones.", no_args_is_help=True)
+data_app = typer.Typer(help="Datasets: prepare real ones from their archives, write the small real digits, verify them, make fake ones.", no_args_is_help=True)
 
 
 @data_app.command("fake")
@@ -23,6 +23,18 @@ def data_fake(
     real-data path (decode, augment, DataLoader workers) runs anywhere."""
     from dnnbench.datasets.fake import fake_command
     fake_command(kind, to, images, classes, size, workers)
+
+
+@data_app.command("digits")
+def data_digits(
+    to: Path = typer.Option(..., "--to", help="Folder to write (made if missing): train/ and val/ inside."),
+    size: int = typer.Option(32, "--size", help="Image side in pixels (the 8x8 originals scaled up)."),
+):
+    """Write a small real dataset in the ImageNet layout: the UCI handwritten digits (1,797
+    images, 10 classes) from scikit-learn's own copy, no network. resnet18 reaches 90 % top-1 on
+    it in minutes on a CPU: the dataset of the README's MLPerf example."""
+    from dnnbench.datasets.digits import digits_command
+    digits_command(to, size)
 
 
 @data_app.command("prepare")

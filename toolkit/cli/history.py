@@ -16,6 +16,9 @@ DB = typer.Option(None, "--db", help="The store: a SQLite file or a postgresql:/
 FORMAT = typer.Option("table", "--format", "-f", help="table, csv, json or html (a page with the series plotted).")
 OUTPUT = typer.Option(None, "--output", "-o", help="Write here instead of stdout (csv, json, html).")
 WIDE = typer.Option(False, "--wide", help="The table with every column, however wide.")
+INCLUDE_BUSY = typer.Option(False, "--include-busy",
+                            help="Count results whose host was busy (every core taken while the run got under "
+                                 "half of one: the figure is the host's); left out, and counted, by default.")
 
 history_app = typer.Typer(
     help="The results history: every result dnnbench writes is also recorded in a database "
@@ -93,32 +96,35 @@ def import_results(results: List[Path] = typer.Argument(..., help="Result files 
 def series(job: str = typer.Argument(..., help="The job."),
            by: str = typer.Option("release", "--by", callback=_by, help="release (images by version) or time."),
            gpu: Optional[str] = typer.Option(None, "--gpu", help="One GPU model."),
-           fmt: str = FORMAT, output: Optional[Path] = OUTPUT, wide: bool = WIDE, db: Optional[str] = DB):
+           fmt: str = FORMAT, output: Optional[Path] = OUTPUT, wide: bool = WIDE, db: Optional[str] = DB,
+           include_busy: bool = INCLUDE_BUSY):
     """One job's ok results in order: across images (release order) or across time."""
     from dnnbench.history.commands import series_command
-    raise typer.Exit(series_command(job, by, gpu, fmt, output, wide, db))
+    raise typer.Exit(series_command(job, by, gpu, fmt, output, wide, db, include_busy))
 
 
 @history_app.command("peers")
 def peers(result: Path = typer.Argument(..., help="A run folder or its result.json."),
-          as_json: bool = typer.Option(False, "--json", help="The figures as JSON."), db: Optional[str] = DB):
+          as_json: bool = typer.Option(False, "--json", help="The figures as JSON."), db: Optional[str] = DB,
+          include_busy: bool = INCLUDE_BUSY):
     """Is this number normal? Where one result falls among the store's results of the same job on
-    the same GPU model: percentile, median, range, n."""
+    the same GPU model: percentile, median, range, n, and a word: normal, slower or faster than
+    the peers' spread (median +- 3 robust spreads), or too few peers to say (under 5)."""
     from dnnbench.history.commands import peers_command
-    raise typer.Exit(peers_command(result, as_json, db))
+    raise typer.Exit(peers_command(result, as_json, db, include_busy))
 
 
 @history_app.command("changes")
 def changes(job: Optional[str] = typer.Argument(None, help="One job (default: every job)."),
             by: str = typer.Option("release", "--by", callback=_by, help="release (images by version) or time."),
             fmt: str = typer.Option("table", "--format", "-f", help="table or json."), db: Optional[str] = DB,
-            push: Optional[str] = PUSH):
+            push: Optional[str] = PUSH, include_busy: bool = INCLUDE_BUSY):
     """Lasting changes in each job's series (per GPU model): where, by how much (95% CI), and what
     changed between the two sides (image, PyTorch, CUDA, cuDNN, NCCL, driver). One outlier is
     not a change. Exit 1 when a change is a slowdown beyond its CI; 3 when all else succeeded
     but --push did not. GITHUB_STEP_SUMMARY set: the changes appended there as a table."""
     from dnnbench.history.commands import changes_command
-    raise typer.Exit(changes_command(job, by, fmt, db, push))
+    raise typer.Exit(changes_command(job, by, fmt, db, push, include_busy))
 
 
 @with_params(IMAGES_PARAMS, key="job")

@@ -64,7 +64,7 @@ def doctor_command() -> int:
         tv = None
     table.add_row("PyTorch on the host", escape(tv or "not installed"),
                   "" if tv else escape("only needed for --runtime host: pip install 'dnnbench[torch]'"))
-    print_table("dnnbench doctor", [Column("piece", rank=9), Column("status", rank=9), Column("hint", rank=8)],
+    print_table("dnnbench doctor", [Column("piece", rank=9), Column("status", decides=True), Column("hint", rank=8)],
                 table.rows)
     return 0 if (dv or av or tv) else 1
 

@@ -39,7 +39,7 @@ def bases_table(family: str | None, wide: bool = False) -> None:
 
 # base, size and age are what `images` is for: kept at any width (a long tag or path loses its middle)
 IMAGE_COLUMNS = [Column("image", key=True), Column("kind", rank=5), Column("base", decides=True),
-                 Column("size", right=True, decides=True, whole=True), Column("age", right=True, decides=True),
+                 Column("size", right=True, headline=True, whole=True), Column("age", right=True, decides=True),
                  Column("recipe", rank=1)]
 
 

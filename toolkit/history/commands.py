@@ -4,6 +4,7 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
+from dnnbench.console import info
 from dnnbench.errors import DnnbenchError
 
 
@@ -118,14 +119,19 @@ def _reference_marks(rows: list[dict], db: str | None) -> dict:
 
 
 def series_command(job: str, by: str, gpu: str | None, fmt: str, output: Path | None, wide: bool,
-                   db: str | None) -> int:
-    """A job's series: one point per image (and GPU model), or per image and day, summed in SQL."""
+                   db: str | None, include_busy: bool = False) -> int:
+    """A job's series: one point per image (and GPU model), or per image and day, summed in SQL;
+    results whose host was busy left out (and counted) unless `include_busy`."""
     from dnnbench.history import views
+    from dnnbench.history.peers import left_out
     store = _store(db)
     try:
-        points = store.series(job, by=by, gpu=gpu)
+        points = store.series(job, by=by, gpu=gpu, include_busy=include_busy)
+        busy = 0 if include_busy else store.count(job=job, gpu=gpu, status="ok", busy=True)
     finally:
         store.close()
+    if left_out(busy):
+        info(left_out(busy) or "")
     if not points:
         raise DnnbenchError(f"no ok result of job {job!r} in the history" + (f" on {gpu}" if gpu else ""))
     title = (f"{job}: {sum(p['n'] for p in points)} result(s) in {len(points)} point(s), "
@@ -143,8 +149,9 @@ def percentile(value: float, others: list[float]) -> float:
     return below / len(others) * 100
 
 
-def peers_command(result: Path, as_json: bool, db: str | None) -> int:
-    """One result against the store's results of the same job on the same GPU model."""
+def peers_command(result: Path, as_json: bool, db: str | None, include_busy: bool = False) -> int:
+    """One result against the store's results of the same job on the same GPU model (those whose
+    host was busy left out unless `include_busy`), with a word: normal, slower, faster."""
     from rich.text import Text
 
     from dnnbench.console import out
@@ -164,14 +171,23 @@ def peers_command(result: Path, as_json: bool, db: str | None) -> int:
         raise DnnbenchError(f"{path}: no throughput to compare (status {mine.get('status')})")
     store = _store(db)
     try:
+        busy = [] if include_busy else [r for r in store.select(
+            job=mine["job"], gpu=mine["gpu"], status="ok", busy=True, columns=("identity",))
+            if r["identity"] != mine["identity"]]
         peers = [r["throughput"] for r in store.select(job=mine["job"], gpu=mine["gpu"], status="ok",
-                                                       columns=("identity", "throughput"))
+                                                       columns=("identity", "throughput"),
+                                                       busy=None if include_busy else False)
                  if r["identity"] != mine["identity"] and isinstance(r.get("throughput"), (int, float))]
         references = _references(store, data, mine)
     finally:
         store.close()
+    from dnnbench.history import peers as judged
+    from dnnbench.workloads import busy as busy_rule
+    said = judged.word(mine["throughput"], peers)
     facts = {"job": mine["job"], "gpu": mine["gpu"], "throughput": mine["throughput"], "unit": mine["unit"],
-             "ci95_pct": views.ci_pct(mine), "n": len(peers)}
+             "ci95_pct": views.ci_pct(mine), "n": len(peers), "word": said["word"], "normal_low": said["low"],
+             "normal_high": said["high"], "min_peers": judged.MIN_PEERS, "left_out_busy": len(busy),
+             "busy": bool(mine.get("busy"))}
     if peers:
         median = statistics.median(peers)
         facts.update(median=median, percentile=percentile(mine["throughput"], peers),
@@ -182,15 +198,25 @@ def peers_command(result: Path, as_json: bool, db: str | None) -> int:
         return 0
     unit = mine.get("unit") or ""
     out.print(Text(f"{views.name(mine['job'])} on {views.name(mine['gpu'])}: {fmt(mine['throughput'])} "
-                   f"{views.name(unit)}"))
+                   f"{views.name(unit)}: {said['word']}"))
+    if mine.get("busy"):
+        out.print(Text(busy_rule.of_result(schema.read(str(path))) or "the host was busy"), soft_wrap=True)
+    if judged.left_out(len(busy)):
+        out.print(Text(judged.left_out(len(busy)) or ""), soft_wrap=True)
     if not peers:
-        out.print(Text("no peers in the history yet (same job, same GPU model)"))
+        out.print(Text(f"no peers in the history yet (same job, same GPU model; {judged.MIN_PEERS} needed "
+                       "for a word)"))
         _print_references(references)
         return 0
     out.print(Text(f"peers: {len(peers)} result(s) of the same job on the same GPU model; median "
                    f"{fmt(facts['median'])} {unit}, range {fmt(facts['low'])} to {fmt(facts['high'])}"))
     out.print(Text(f"this result: percentile {facts['percentile']:.0f} ({facts['vs_median_pct']:+.1f} % "
                    f"against the median)"))
+    if said["low"] is None:
+        out.print(Text(f"{said['word']}: {len(peers)} peer(s), {judged.MIN_PEERS} needed to know their spread"))
+    else:
+        out.print(Text(f"{said['word']}: normal is {fmt(said['low'])} to {fmt(said['high'])} {unit} (the median "
+                       f"+- {judged.WIDTH:g} spreads)"))
     _print_references(references)
     return 0
 
@@ -210,9 +236,11 @@ def _print_references(block: dict) -> None:
         out.print(Text(visible(line, one_line=True)), soft_wrap=False)
 
 
-def changes_command(job: str | None, by: str, fmt: str, db: str | None, push: str | None = None) -> int:
-    """Lasting changes in each job's series (per GPU model); exit 1 when one is a slowdown
-    whose whole 95 % CI lies below no change."""
+def changes_command(job: str | None, by: str, fmt: str, db: str | None, push: str | None = None,
+                    include_busy: bool = False) -> int:
+    """Lasting changes in each job's series (per GPU model), results whose host was busy left out
+    (and counted) unless `include_busy`; exit 1 when one is a slowdown whose whole 95 % CI lies
+    below no change."""
     from rich.text import Text
 
     from dnnbench.console import out
@@ -221,9 +249,13 @@ def changes_command(job: str | None, by: str, fmt: str, db: str | None, push: st
     from dnnbench.history.changes import changes
     store = _store(db)
     try:
-        rows = store.select(job=job, status="ok")
+        rows = store.select(job=job, status="ok", busy=None if include_busy else False)
+        busy = 0 if include_busy else store.count(job=job, status="ok", busy=True)
     finally:
         store.close()
+    from dnnbench.history.peers import left_out
+    if left_out(busy):
+        info(left_out(busy) or "")
     if job is not None and not rows:
         raise DnnbenchError(f"no ok result of job {job!r} in the history")
     series: dict[tuple, list[dict]] = {}

@@ -130,7 +130,16 @@ def row(path: Path | str, data: dict) -> dict:
     for fact in FACTS:
         out[fact] = _text(manifest.get(fact) if manifest.get(fact) is not None else system.get(fact))
     out["series_key"] = series_key(gpu_model(data), out["image"])
+    out["busy"] = busy_host(data)
     return _checked(out)
+
+
+def busy_host(data: dict) -> bool | None:
+    """The store's mark of a result whose host was busy (the one rule: dnnbench.workloads.busy);
+    None where the result records no load (peers and series keep those)."""
+    from dnnbench.workloads import busy
+    f = busy.facts(data)
+    return busy.judge(f["load1"], f["cpu_share"], f["cores"])
 
 
 def release_key(row: dict) -> tuple:

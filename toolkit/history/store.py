@@ -143,16 +143,17 @@ class Store:
                base: str | None = None, pytorch: str | None = None, cuda: str | None = None,
                host: str | None = None, gpu: str | None = None, since: datetime | None = None,
                until: datetime | None = None, status: str | None = None, limit: int | None = None,
-               newest: bool = False, columns: tuple[str, ...] | None = None) -> list[dict]:
+               newest: bool = False, columns: tuple[str, ...] | None = None, busy: bool | None = None) -> list[dict]:
         """Rows matching every filter given, oldest first (only `columns` when given; with
         `limit` and `newest`, the newest `limit` of them, still oldest first). Names match
-        exactly; versions match a prefix (`--torch 2.4` finds 2.4.1+cu121)."""
+        exactly; versions match a prefix (`--torch 2.4` finds 2.4.1+cu121). `busy` False: only
+        results not marked busy (the host was busy: dnnbench.workloads.busy); True: only those."""
         from sqlalchemy import select
 
         from dnnbench.history.tables import results as t
         q = select(*(t.c[c] for c in columns)) if columns else select(t)
         q = _filtered(q, job=job, workload=workload, image=image, base=base, pytorch=pytorch, cuda=cuda,
-                      host=host, gpu=gpu, since=since, until=until, status=status)
+                      host=host, gpu=gpu, since=since, until=until, status=status, busy=busy)
         # the newest first from the (job_key, started) index: a limit reads that many rows
         q = q.order_by(t.c.started.desc(), t.c.id.desc()) if newest else q.order_by(t.c.started, t.c.id)
         if limit is not None:
@@ -173,20 +174,22 @@ class Store:
             return int(conn.execute(q).scalar() or 0)
 
     def series(self, job: str, *, by: str = "release", gpu: str | None = None,
-               since: datetime | None = None, until: datetime | None = None) -> list[dict]:
+               since: datetime | None = None, until: datetime | None = None,
+               include_busy: bool = False) -> list[dict]:
         """A job's ok results as series points, in release or time order: one point per GPU
         model and image (by release), or per GPU model, image and day (by time). Each point:
         n results, their mean throughput, sd, and a 95 % CI of the mean (one result: its own
         CI). Read from the job's sums (tables.series: a row per image and day, however many
         results), or over a window of time summed in SQL from one covering index
-        (ix_results_series); a job's rows are never read one by one, other jobs' never touched."""
+        (ix_results_series); a job's rows are never read one by one, other jobs' never touched.
+        Results marked busy are in no sum; `include_busy` sums in SQL with them."""
         from sqlalchemy import func, select
 
         from dnnbench.history.facts import job_key
         from dnnbench.history.tables import results as t
         from dnnbench.history.tables import series as s
         with self.failing(), self.engine.connect() as conn:
-            if since is None and until is None:
+            if since is None and until is None and not include_busy:
                 groups = [tuple(g) for g in conn.execute(select(
                     s.c.series_key, s.c.n, s.c.total, s.c.squares, s.c.first, s.c.last, s.c.ci_low, s.c.ci_high,
                     s.c.first_id).where(s.c.job_key == job_key(job), s.c.n > 0))]
@@ -197,6 +200,8 @@ class Store:
                 q = select(t.c.series_key, func.count(v), func.sum(v), func.sum(v * v), func.min(t.c.started),
                            func.max(t.c.started), func.min(t.c.ci_low), func.max(t.c.ci_high), func.min(t.c.id)).where(
                     t.c.job_key == job_key(job), t.c.status == "ok", v.isnot(None))
+                if not include_busy:
+                    q = q.where(t.c.busy.isnot(True))
                 if since is not None:
                     q = q.where(t.c.started >= since)
                 if until is not None:
@@ -257,7 +262,7 @@ def _put(conn, batch: list[dict]) -> tuple[int, int, int]:
     from dnnbench.history.tables import results as t
     have = {r.identity: r._asdict() for r in conn.execute(select(
         t.c.identity, t.c.content_hash, t.c.id, t.c.job_key, t.c.series_key, t.c.status, t.c.started,
-        t.c.throughput).where(t.c.identity.in_([r["identity"] for r in batch])))}
+        t.c.throughput, t.c.busy).where(t.c.identity.in_([r["identity"] for r in batch])))}
     fresh = [r for r in batch if r["identity"] not in have]
     moved = [r for r in batch if r["identity"] in have and have[r["identity"]]["content_hash"] != r["content_hash"]]
     added = []
@@ -293,7 +298,8 @@ def _day(started) -> str:
 
 
 def _counted(row: dict) -> bool:
-    return row.get("status") == "ok" and isinstance(row.get("throughput"), (int, float))
+    """In a series sum: an ok result with a figure, its host not marked busy."""
+    return row.get("status") == "ok" and isinstance(row.get("throughput"), (int, float)) and not row.get("busy")
 
 
 def _add(conn, rows: list[dict]) -> None:
@@ -381,7 +387,7 @@ def _insert_once(conn):
 
 
 def _filtered(q, *, job=None, workload=None, image=None, base=None, pytorch=None, cuda=None, host=None, gpu=None,
-              since=None, until=None, status=None, by_key: bool = False):
+              since=None, until=None, status=None, busy=None, by_key: bool = False):
     """`q` with a WHERE for every filter given (Store.select's). A job is found by its key (the
     index) and its name; `by_key` matches the key alone, which a count reads from the index
     without visiting a million rows (a SHA-1 collision of two job names is not a concern)."""
@@ -403,4 +409,6 @@ def _filtered(q, *, job=None, workload=None, image=None, base=None, pytorch=None
         q = q.where(t.c.started >= since)
     if until is not None:
         q = q.where(t.c.started < until)
+    if busy is not None:    # NULL (no load recorded) counts as not busy
+        q = q.where(t.c.busy.is_(True) if busy else t.c.busy.isnot(True))
     return q

@@ -108,14 +108,22 @@ def survey(listed: list[tuple[str, str | None]], template, folder: Path, every: 
     from dnnbench.history.record import record
     from dnnbench.runs import bisect
     from dnnbench.workloads import schema
+    from dnnbench.containers import same_image
     points: dict[int, list[dict]] = {}
     job = gpu = None
     held = 0
+    same = same_image.firsts(template.runtime, [img for img, _ in listed])
     for i in survey_order(len(listed), every):
         image, base = listed[i]
+        twin = next((j for j in points if same.get(j, j) == same.get(i, i)), None)
+        if twin is not None:     # one image under two names: its points, not another run
+            info(f"[survey] {same_image.said(listed[twin][0], image, template.runtime)}")
+            points[i] = [dict(r, image=image, index=i) for r in points[twin]]
+            continue
         rows: list[dict] = history.held(job, gpu, image, base) if job is not None and gpu is not None else []
         if rows:
-            info(f"[survey] {image}: {len(rows)} result(s) of {job} in the history, not run")
+            info(f"[survey] {image}: {len(rows)} result(s) of {job} in the history, not run, "
+                 f"{figure(rows)}")
             points[i] = [dict(r, index=i) for r in rows]
             held += 1
             continue
@@ -126,10 +134,25 @@ def survey(listed: list[tuple[str, str | None]], template, folder: Path, every: 
         if step.reused:
             record(path, step.result)     # a store that missed it (it was down) catches up
         made = row(path, step.result)
-        info(f"[survey] {image}: {made['throughput']:,.3g}/s" + (" (read back)" if step.reused else ""))
+        info(f"[survey] {image}: {figure([made])}" + (" (read back)" if step.reused else ""))
         points[i] = [dict(made, image=image, index=i)]
         job, gpu = job or made["job"], gpu or made["gpu"]
     return points, held
+
+
+def figure(rows: list[dict]) -> str:
+    """A surveyed release's figure as its survey line says it: the value with its unit, and its
+    95 % interval (one result's own; several results: their mean and the range of their values)."""
+    from dnnbench.results.numbers import fmt
+    values = [r["throughput"] for r in rows if isinstance(r.get("throughput"), (int, float))]
+    unit = next((r.get("unit") for r in rows if r.get("unit")), "items/s")
+    if not values:
+        return "no figure"
+    if len(values) == 1:
+        lo, hi = rows[0].get("ci_low"), rows[0].get("ci_high")
+        span = f" (95 % CI {fmt(lo)}-{fmt(hi)})" if lo is not None and hi is not None else " (no 95 % CI)"
+        return f"{fmt(values[0])} {unit}{span}"
+    return f"{fmt(sum(values) / len(values))} {unit} (mean of {len(values)}, range {fmt(min(values))}-{fmt(max(values))})"
 
 
 def judge(listed, template, folder: Path, lo: int, hi: int, why: str, tolerance: float,

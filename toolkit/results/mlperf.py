@@ -218,6 +218,10 @@ def show(run: str, block: dict) -> None:
     """The verdict in plain words, then the checker's own messages."""
     from dnnbench.console import out, visible
     tt = block.get("time_to_train_s")
+    if block.get("status") not in (None, "success"):   # first: a compliant log of a run that never converged
+        out.print(visible(f"{run}: the run did not reach its target (run_stop status {block.get('status')}): "
+                          "no MLPerf time to train; the checker below judges the log's form, not the result"),
+                  markup=False, soft_wrap=True, style="bold red")
     head = (f"MLPerf {block.get('ruleset')} {block.get('division') or '?'} {block.get('benchmark') or '?'}: "
             f"{VERDICT_WORDS.get(block['verdict'], block['verdict'])} the compliance checker "
             f"({block.get('checker')})")
@@ -370,26 +374,41 @@ def rcp_check(run_dirs: list[Path], good: list[dict], benchmark: str | None) -> 
             + f"; {what}")
 
 
-def print_scores(jobs: dict) -> None:
-    """After `dnnbench report`'s table: each training job's MLPerf score, with its runs."""
-    from dnnbench.console import Column, escape, out, print_table, visible
+SCORE_HEADERS = ("run", "checker", "status", "minutes", "segments")
+
+
+def score_tables(jobs: dict) -> list[dict]:
+    """Each training job's MLPerf table, as `report` shows it on the screen and on its page:
+    {title, rows (cells as text, SCORE_HEADERS), lines (the score or why there is none, the RCP check)}."""
+    from dnnbench.console import visible
+    tables = []
     for job in sorted(jobs.values(), key=lambda j: (j.system, j.job, j.image or "", j.base or "")):
         name = job.job + (f" @ {job.image}" if job.image else "")   # a job's identity holds its image
         dirs = [Path(p).parent for p in job.paths if (Path(p).parent / LOG_FILE).exists()]
         score = job_score(dirs) if dirs else None
         if score is None:
             continue
-        cells = [[escape(visible(r["run"], one_line=True)), r["verdict"], r["status"] or "-",
-                  "-" if r["time_to_train_s"] is None else f"{r['time_to_train_s'] / 60:.2f}",
-                  str(r["segments"])] for r in score["runs"]]
-        print_table(escape(f"MLPerf: {visible(name, one_line=True)} ({score['benchmark']})"),
-                    [Column("run", key=True), Column("checker", rank=9), Column("status", rank=8),
-                     Column("minutes", right=True, rank=9), Column("segments", right=True, rank=5)], cells)
+        rows = [[visible(r["run"], one_line=True), r["verdict"], r["status"] or "-",
+                 "-" if r["time_to_train_s"] is None else f"{r['time_to_train_s'] / 60:.2f}",
+                 str(r["segments"])] for r in score["runs"]]
         if score["score_min"] is not None:
             line = (f"MLPerf score {score['score_min']:.3f} min: olympic mean of {score['scored']} runs "
                     f"(fastest and slowest dropped; {score['required']} required)")
         else:
             line = (f"no MLPerf score: {len(score['runs'])} runs, {score['scored']} converged and compliant; "
                     f"{score['benchmark']} needs {score['required']}, at most one dropped")
-        out.print(line, markup=False)
-        out.print(f"RCP check: {score['rcp']}", markup=False)
+        tables.append({"title": f"MLPerf: {visible(name, one_line=True)} ({score['benchmark']})", "rows": rows,
+                       "lines": [line, f"RCP check: {score['rcp']}"]})
+    return tables
+
+
+def print_scores(jobs: dict) -> None:
+    """After `dnnbench report`'s table: each training job's MLPerf score, with its runs."""
+    from dnnbench.console import Column, escape, out, print_table
+    for table in score_tables(jobs):
+        print_table(escape(table["title"]),
+                    [Column("run", key=True), Column("checker", rank=9), Column("status", decides=True),
+                     Column("minutes", right=True, headline=True), Column("segments", right=True, rank=5)],
+                    [[escape(c) for c in row] for row in table["rows"]])
+        for line in table["lines"]:
+            out.print(line, markup=False)

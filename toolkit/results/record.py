@@ -90,11 +90,11 @@ def summary_table(results: list[tuple[Path, dict]]) -> tuple[str, list, list]:
     from dnnbench.workloads import stats
 
     on_gpus = any((data.get("system") or {}).get("gpus") for _, data in results)
-    columns = [Column("workload", key=True), Column("status", rank=9), Column("throughput", right=True, rank=9),
+    columns = [Column("workload", key=True), Column("status", decides=True), Column("throughput", right=True, headline=True),
                Column("+-95% CI %", right=True, rank=8), Column("window median", right=True, rank=3)]
     columns += [Column("per GPU", right=True, rank=2)] if on_gpus else []
     columns += [Column("batch", right=True, rank=4), Column("amp", rank=2), Column("device", rank=3),
-                Column("verdict", rank=6)]
+                Column("verdict", decides=True)]
     rows = []
     for path, data in results:
         head = numbers.run_headline(data)
@@ -117,13 +117,19 @@ def show_outcome(run_dir: Path, data: dict) -> None:
     from rich.text import Text
 
     from dnnbench.console import err, escape, out, print_table
+    from dnnbench.workloads import busy
+    epochs: dict = data["training"] if isinstance(data.get("training"), dict) else {}
+    missed = bool(epochs) and epochs.get("target") is not None and not epochs.get("reached")
+    if missed:   # first, above a table whose status says ok: it trained, but not to its target
+        out.print(Text(training_line(epochs)), style="bold red")
     print_table(*summary_table([(run_dir, data)]))
+    if busy.of_result(data):     # before the verdict: what the figure is worth
+        out.print(Text(busy.of_result(data) or ""), style="yellow")
     v = verdict_of(data)
     if v["label"] != "unknown":
         out.print(Text(f"{v['label']}: " + "; ".join(v["evidence"]) + (f"\nhint: {v['hint']}" if v["hint"] else "")))
-    training = data.get("training")
-    if isinstance(training, dict):
-        out.print(Text(training_line(training)))
+    if epochs and not missed:
+        out.print(Text(training_line(epochs)))
     if data.get("status") != "ok":
         err.print(f"[red]{escape(data.get('status'))}[/]: {escape(data.get('message'))}", soft_wrap=True)
 

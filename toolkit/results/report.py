@@ -24,6 +24,7 @@ from dnnbench.results.formats.cells import fmt as _fmt
 from dnnbench.results.job_names import column_name
 from dnnbench.results.naming import gpu_model, gpu_name, job_name
 from dnnbench.results.record import verdict_of
+from dnnbench.workloads import busy
 
 
 
@@ -188,7 +189,8 @@ def collect(paths: list[Path], system: str | None = None, strict: bool = False) 
         else:
             job.unit = job.unit or data.get("unit", "")   # an ok run's: a failed run never measured one
             job.rates.append(r)
-            job.results.append({**numbers.essentials(data), "host": machine_of(data), "run_id": data.get("run_id")})
+            job.results.append({**numbers.essentials(data), "host": machine_of(data), "run_id": data.get("run_id"),
+                                "busy": busy.of_result(data)})
             job.verdicts.append(verdict_of(data)["label"])
             if (data.get("scaling") or {}).get("efficiency"):
                 job.efficiencies.append(data["scaling"]["efficiency"])
@@ -265,7 +267,7 @@ def rows(jobs: dict, baseline: dict | None, tolerance: float) -> list[dict]:
                "verdict": job_verdict(j.verdicts), **time_to_target(j.results),
                "slow_hosts": fleet.slow_hosts(j.results), "undecided_hosts": fleet.undecided(j.results),
                "ci_note": load.explain(j.headline, [w for r in j.results for w in r.get("windows") or []]),
-               **exported(j)}
+               "busy": [r["busy"] for r in j.results if r.get("busy")], **exported(j)}
         if baseline is not None:
             row.update(baseline_mod.judge(baseline.get(name), j.results, j.headline, tolerance))
         out.append(row)
@@ -322,9 +324,9 @@ def score(table: list[dict], weights: dict[str, float]) -> float | None:
 
 
 def render(table: list[dict], fmt: str, *, total_score: float | None, with_baseline: bool,
-           wide: bool = False, pngs: list | None = None) -> str | None:
+           wide: bool = False, pngs: list | None = None, sections: list | None = None) -> str | None:
     """The report in one of formats.FORMATS: the text to write, or None where it printed itself."""
-    return format_of(fmt).render(View(table, total_score, with_baseline, wide, pngs or []))
+    return format_of(fmt).render(View(table, total_score, with_baseline, wide, pngs or [], sections or []))
 
 
 def lambda_csv(jobs: dict) -> str:
@@ -374,7 +376,12 @@ def report_command(paths: list[Path], fmt: str, baseline: Path | None, weights: 
     elif form.embeds_plots:
         from dnnbench.results.plots import plots as make_plots
         pngs = make_plots(jobs)        # in memory: the page embeds them, no PNG left beside it
-    text = render(table, fmt, total_score=total, with_baseline=targets is not None, wide=wide, pngs=pngs)
+    sections = []
+    if form.embeds_plots:      # a page: the MLPerf scores the screen prints after its table
+        from dnnbench.results.mlperf import score_tables
+        sections = score_tables(jobs)
+    text = render(table, fmt, total_score=total, with_baseline=targets is not None, wide=wide, pngs=pngs,
+                  sections=sections)
     if form.name == "html" and text is not None and html_extra is not None:
         text = html_extra(text, jobs)
     if text is not None:
@@ -429,7 +436,7 @@ def compare_command(a: Path, b: Path, tolerance: float = 0.05, strict: bool = Fa
     jb = {column_name(j, found_b): j for j in found_b.values()}
     columns = [Column("job", key=True), Column("A", right=True, rank=9), Column("+-95% A", right=True, rank=6),
                Column("B", right=True, rank=9), Column("+-95% B", right=True, rank=6),
-               Column("B/A", right=True, rank=8), Column("B/A 99% CI", right=True, rank=7), Column("verdict", decides=True)]
+               Column("B/A", right=True, headline=True), Column("B/A 99% CI", right=True, rank=7), Column("verdict", decides=True)]
     verdicts, cells, why = {}, [], []
     for name in sorted(set(ja) | set(jb)):
         x, y = ja.get(name), jb.get(name)

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 from dnnbench.console import Column, escape, info, out, print_table, warn
+from dnnbench.containers import same_image
 from dnnbench.errors import DnnbenchError
 from dnnbench.results import rounds as rounds_mod
 from dnnbench.runs.options import RunOptions
@@ -392,12 +393,18 @@ def compare_images_command(opts: RunOptions, images: list[str] | None, bases: st
     template = _template(opts, tolerance)
     folder = _folder(opts, "images")
     template = dataclasses.replace(template, run_id=folder.name)
+    same = same_image.firsts(template.runtime, [img for img, _ in listed])   # measured once, said
+    for i, k in same.items():
+        out.print(escape(same_image.said(listed[k][0], listed[i][0], template.runtime)), soft_wrap=True)
+    if len(same) == len(listed) - 1:
+        out.print(f"all {len(listed)} names are the same image: nothing measured")
+        return 0
     if not _check_first(template, listed, folder):
         return 0
     # Round 1 in list order, round 2 reversed, and so on (A B, B A, A B...): a load that grows or
     # fades while the images are measured weighs on each of them alike. Rounds are added until
     # every image's verdict against the first is decided, or max_rounds.
-    members = list(range(len(listed)))
+    members = [i for i in range(len(listed)) if i not in same]
     session = Rounds(folder, listed, template, max_rounds * len(members))
     table: list[dict[int, Step]] = []
     judged: dict[int, rounds_mod.Judgement] = {}
@@ -410,7 +417,11 @@ def compare_images_command(opts: RunOptions, images: list[str] | None, bases: st
         session.planned = (max_rounds - n - 1) * len(members)
     from dnnbench.results import load
     rows, wide_lines = [], []
-    for i in members:
+    for i in range(len(listed)):
+        if i in same:
+            rows.append([escape(listed[i][0]), "-", "-", "-", "-", "-", "-", "-", "-",
+                         f"the same image as {escape(listed[same[i]][0])}"])
+            continue
         runs = [r[i] for r in table]
         figure, f = _pooled(runs), facts(runs[0])
         said = load.explain(figure, [w for s in runs for w in (s.result or {}).get("windows") or []])
@@ -428,8 +439,16 @@ def compare_images_command(opts: RunOptions, images: list[str] | None, bases: st
                 [Column("image", key=True), Column("pytorch", rank=5), Column("cuda", rank=4),
                  Column("cudnn", rank=2), Column("nccl", rank=2), Column("throughput", right=True, rank=9),
                  Column("+-95%", right=True, rank=6), Column("ratio CI", right=True, rank=7),
-                 Column("ratio", right=True, rank=8), Column("verdict", decides=True)],
+                 Column("ratio", right=True, headline=True), Column("verdict", decides=True)],
                 rows, wide=wide)
+    from rich.text import Text
+
+    from dnnbench.results import numbers
+    unit = next((s.result.get("unit") for r in table for s in r.values() if s.result and s.result.get("unit")), "")
+    out.print(Text(f"throughput: {numbers.STATISTIC} over all of an image's runs{', ' + unit if unit else ''}; "
+                   "ratio: against the first, the geometric mean of the rounds' ratios (each round measures both "
+                   "side by side, so it need not equal throughput/throughput); ratio CI: its 99 % interval"),
+              style="dim")
     for line in wide_lines:   # the pooled figure's CI: why it is wide (the verdict needs no narrow one)
         out.print(escape(line))
     for i, j in judged.items():
@@ -540,6 +559,9 @@ def bisect_command(opts: RunOptions, good: str | None, bad: str | None, images: 
     template = _template(opts, tolerance)
     folder = _folder(opts, "bisect")
     template = dataclasses.replace(template, run_id=folder.name)
+    if same_image.firsts(template.runtime, [refs[lo], refs[hi]]):     # one image: no run can tell them apart
+        out.print(f"{escape(same_image.said(refs[lo], refs[hi], template.runtime))}: nothing to bisect")
+        return 1
     if not _check_first(template, listed[lo:hi + 1], folder):
         return 0
     steps = max(1, math.ceil(math.log2(hi - lo)))

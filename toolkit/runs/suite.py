@@ -305,12 +305,14 @@ def suite_command(path: Path, *, only: list[str], resume: bool, results: Path, o
     suite_dir = names.inside(results, results / suite.name, "suite folder")
     _preflight(runs, suite_dir, overrides, engines=not dry_run, watches=watches)
     if dry_run:
-        for r in runs:
-            print(f"{r.run_id}\t{r.workload}\tbatch={r.batch_size or 'default'}\tamp={r.amp}"
-                  f"\tgpus={r.spec.get('gpus') or '-'}\tparallel={r.spec.get('parallel') or '-'}")
-        for w in watches:
-            print(f"{suite_watch.FOLDER}/{w.name}\t{w.workload}\tbatch={w.spec.get('batch_size') or 'default'}"
-                  f"\tamp={w.spec.get('amp') or 'default'}\treleases={len(w.releases)}\tevery={w.every}")
+        from dnnbench.runs import suite_dry_run
+
+        def plan_for(r: Run):
+            opts = _options(r, results=suite_dir, run_id=r.run_id, overrides=overrides, gpus=r.spec.get("gpus"))
+            opts.dry_run, opts.run_dir = True, None
+            return plan_of(r, opts)
+        suite_dry_run.show(suite.name, path, suite_dir, runs, watches, plan_for,
+                           lambda w: f"{suite_watch.FOLDER}/{w.name}")
         return 0
     try:
         fileio.make_dirs(str(suite_dir), root=str(results))

@@ -13,6 +13,7 @@ class View:
     with_baseline: bool = False
     wide: bool = False                   # terminal: every column, however narrow the screen
     pngs: list = field(default_factory=list)   # (name, PNG bytes): formats that embed plots
+    sections: list = field(default_factory=list)   # tables under the jobs' (mlperf.score_tables): pages show them
 
 
 @dataclass(frozen=True)

@@ -13,13 +13,14 @@ TRAINING_COLUMNS = [("reached", "reached target"), ("tta_s", "time to target s")
 SCALING_COLUMNS = [("world_size", "ranks"), ("scaling", "scaling eff.")]
 BASELINE_COLUMNS = [("target", "target"), ("bounds", "bounds"), ("diff_pct", "diff%"), ("target_verdict", "vs target")]
 RATES = {"throughput", "median", "trimmed", "target"}   # printed with numbers.fmt, as everywhere
-# which columns a narrow terminal keeps longest (system and job name the row: always kept)
-# what a row is (always kept, never split) and what decides (always kept, wrapped at spaces)
+# what a row is (always kept, never split), the report's figure and its verdicts (kept after the
+# row's name, wrapped at spaces: console.Column), then the rest by rank, highest kept longest
 KEYS = {"job", "image"}
-DECIDES = {"system", "n", "failed", "target", "diff_pct", "target_verdict"}
-RANK = {"tta_s": 8, "reached": 7, "best": 6, "throughput": 10, "ci95_pct": 8, "unit": 9, "target_verdict": 7,
-        "target": 7, "verdict": 8, "scaling": 6, "diff_pct": 6, "n": 5, "trimmed": 5, "failed": 4, "world_size": 4,
-        "median": 3, "sd_pct": 2, "trimmed_n": 2, "bounds": 2}
+HEADLINE = {"throughput"}
+DECIDES = {"verdict", "reached", "target_verdict"}
+RANK = {"tta_s": 9, "best": 6, "ci95_pct": 7, "unit": 9, "system": 7, "target": 9, "diff_pct": 9,
+        "scaling": 6, "n": 8, "trimmed": 5, "failed": 5, "world_size": 4, "median": 3, "sd_pct": 2,
+        "trimmed_n": 2, "bounds": 2}
 STATISTIC = ("Throughput: items over seconds summed over every timed window of a job's runs (times ranks, "
              "plus parallel copies: statistic sum_items/sum_seconds), recomputed from each result's raw "
              "windows; its 95 % CI comes from the spread of the windows (one run) or of the runs (several); "
@@ -72,6 +73,9 @@ def notes(table: list[dict], total_score: float | None) -> list[str]:
         if r.get("ci_note"):
             ci = "no 95% CI" if r.get("ci95_pct") is None else f"+-95% CI {fmt(r['ci95_pct'])} %"
             lines.append(f"{r['job']}{' @ ' + r['image'] if r.get('image') else ''}: {ci}, wide: {r['ci_note']}")
+    for r in table:   # runs whose host was busy (dnnbench.workloads.busy): their figure is the host's
+        if r.get("busy"):
+            lines.append(f"{r['job']}: {len(r['busy'])} of {r.get('n') or len(r['busy'])} run(s): {r['busy'][0]}")
     for r in table:   # a verdict against the baseline that is not pass or fail: what would decide it
         if r.get("target_why"):
             lines.append(f"{r['job']}: vs target {r.get('target_verdict')}: {r['target_why']}")

@@ -3,13 +3,13 @@ from dnnbench.console import visible
 from dnnbench.results import numbers
 
 from .base import Format, View
-from .cells import DECIDES, KEYS, RANK, cell, columns, notes
+from .cells import DECIDES, HEADLINE, KEYS, RANK, cell, columns, notes
 
 
 def render(view: View) -> None:
     from dnnbench.console import Column, escape, out, print_table
     cols = columns(view.table, view.with_baseline)
-    table_cols = [Column(h, key=k in KEYS, decides=k in DECIDES,
+    table_cols = [Column(h, key=k in KEYS, decides=k in DECIDES, headline=k in HEADLINE,
                          right=k not in ("system", "job", "image", "unit", "verdict", "target_verdict"),
                          rank=RANK.get(k, 1)) for k, h in cols]
     print_table(f"dnnbench report (throughput = {numbers.STATISTIC} over every timed window)", table_cols,
