@@ -212,7 +212,7 @@ def test_a_reference_from_the_history_store_is_the_jobs_median(site_checks):
 
 def test_training_to_a_target_reports_the_time_to_target(tmp_path):
     """dnnbench_train on real data (the UCI digits), a target one epoch reaches."""
-    from tests.digits import write_digits
+    from dnnbench.datasets.digits import write_digits
     digits = write_digits(tmp_path / "digits")
     res, cases = _reframe(tmp_path, LOCAL, "-c", str(CHECKS), "-n", "dnnbench_train",
                           "-S", "valid_systems=*", "-S", f"data={digits}", "-S", "workload=resnet18",
