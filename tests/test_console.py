@@ -125,6 +125,13 @@ def _compare_images(tmp: Path, monkeypatch):
                                    "registry.example.org/pytorch:release-candidate-b"], None, 0.1, rounds=2)
 
 
+def _refs_list(tmp: Path):
+    refs = ROOT / "tests" / "fixtures" / "refs" / "lambda"
+    db = str(tmp / "refs.db")
+    assert cli_inprocess("refs", "import", *sorted(refs.glob("*.csv")), "--db", db)[0] == 0
+    return cli_inprocess("refs", "list", "--workload", "resnet50", "--db", db, env={"COLUMNS": str(WIDTH)})
+
+
 SCREENS = {
     "bases": lambda tmp, mp: cli_inprocess("bases", env={"COLUMNS": str(WIDTH)}),
     "images": lambda tmp, mp: cli_inprocess("images", env={"COLUMNS": str(WIDTH)}),
@@ -139,6 +146,9 @@ SCREENS = {
     "run summary": lambda tmp, mp: _run_summary(tmp),
     "watch list": lambda tmp, mp: _watch_list(tmp),
     "compare-images": lambda tmp, mp: _compare_images(tmp, mp),
+    "refs list": lambda tmp, mp: _refs_list(tmp),
+    "mlperf plan": lambda tmp, mp: cli_inprocess("mlperf", "plan", "resnet", "--ruleset", "4.0.0", "--throughput",
+                                                 "1632=2600+-40,3264=4900", env={"COLUMNS": str(WIDTH)}),
 }
 
 
