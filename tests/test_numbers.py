@@ -277,7 +277,10 @@ def test_headline_agrees_in_every_output(host_run, tmp_path):
     results = root / "results"
     figure = stats.fmt(_sum_rate(data["windows"]))
     tp = data["throughput"]
-    assert data["schema_version"] == 2 and tp["statistic"] == "sum_items/sum_seconds"
+    assert data["schema_version"] == schema.SCHEMA_VERSION and tp["statistic"] == "sum_items/sum_seconds"
+    # this kernel keeps per-task scheduler statistics: every window says how long the run waited
+    assert all(0 <= w["run_queue_s"] <= w["seconds"] and w["cpu_s"] > 0 for w in data["windows"])
+    assert tp["corrected"]["value"] >= tp["total"]["value"] and 0 <= tp["corrected"]["contention"] <= 1
     assert stats.fmt(tp["total"]["value"]) == figure
     assert f"{figure} images/s" in res.stdout                                 # the run summary
     assert f"[resnet18] {figure} images/s (sum of items / sum of seconds" in res.stderr   # the harness log
