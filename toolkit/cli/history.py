@@ -134,8 +134,10 @@ def watch(workload: str = typer.Argument(..., help="Workload name (`dnnbench wor
     store cannot be used."""
     from dnnbench.cli.runs import _images_job
     from dnnbench.history.watch import watch_command
+    from dnnbench.runs.bisect import Budget
     opts, images, bases = _images_job(workload, job, harness)
-    raise typer.Exit(watch_command(opts, images, bases, job["tolerance"], rounds, every))
+    raise typer.Exit(watch_command(opts, images, bases, job["tolerance"], rounds, every,
+                                   budget=Budget(max_runs, deadline)))
 
 
 def register(app: typer.Typer) -> None:
