@@ -26,6 +26,8 @@ Python 3.7+, stdlib only.
 """
 import os
 
+from . import fileio
+
 WRAP = 1 << 64       # the kernel's counters are unsigned 64-bit nanoseconds
 EDGE_S = 0.05        # seconds a reading at a window's edge may lie outside its timed span
 WALL_ONLY = "the kernel gives no per-task wait for a CPU here (no schedstat, no cgroup cpu.pressure of " \
@@ -34,9 +36,8 @@ WALL_ONLY = "the kernel gives no per-task wait for a CPU here (no schedstat, no 
 
 def _text(path):
     try:
-        with open(path, "rb") as f:
-            return f.read(1 << 16).decode("ascii", "replace")
-    except (OSError, ValueError):
+        return fileio.read_text(path, max_bytes=1 << 16, encoding="ascii", errors="replace")
+    except (OSError, ValueError):   # ended, hidden, not kept: no reading, never an error
         return None
 
 

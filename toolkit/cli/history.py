@@ -123,6 +123,10 @@ def watch(workload: str = typer.Argument(..., help="Workload name (`dnnbench wor
           every: int = typer.Option(1, "--every", min=1,
                                     help="Survey every N-th release (and the newest); the releases between "
                                          "are measured only where a slowdown is suspected (bisected)."),
+          max_runs: Optional[int] = typer.Option(None, "--max-runs", callback=in_range(BY_NAME["max_runs"]),
+                                                 help="Stop after N runs with the verdict so far."),
+          deadline: Optional[float] = typer.Option(None, "--deadline", callback=in_range(BY_NAME["deadline"]),
+                                                   help="Stop after MIN minutes with the verdict so far."),
           harness: dict = INJECTED, job: dict = INJECTED):
     """Which release made the job slower: the releases in order (`--images A,B,C` or `--bases
     X..Y`) not yet in the history for this job and GPU model are measured (the newest always),
