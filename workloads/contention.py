@@ -9,8 +9,14 @@ children at each edge), the window gets:
   cpu_s         the CPU seconds of the run's tasks in the window
   run_queue_s   the run's run-queue delay: each task's wait weighted by its share of the run's
                 runnable time (cpu + wait); for a run of one busy thread, its wait. The weights
-                keep k threads that wait side by side from counting k times, and an idle helper
-                thread (telemetry, a prefetch thread) from counting at all.
+                keep an idle helper thread (telemetry, a prefetch thread) from counting.
+
+It holds where one thread carries the run (a GPU job's Python thread, a CPU job on one thread,
+a job that sleeps between its steps): wall - wait is its time on a quiet machine. Where two or
+more of the run's tasks were busy at once (OpenMP threads that wait for each other, DataLoader
+workers beside the main thread), one task's wait stalls the others while they sleep or spin, or
+not at all (a worker that keeps ahead): no count tells the time lost, so such a window records
+no run_queue_s and says why (BUSY_ONLY): its figure is wall time only.
 
 Where the kernel keeps no per-thread statistics, the run's own cgroup (v2) `cpu.pressure`
 (`some`: the time at least one of its tasks waited) stands in, but only when the cgroup holds
@@ -32,6 +38,10 @@ WRAP = 1 << 64       # the kernel's counters are unsigned 64-bit nanoseconds
 EDGE_S = 0.05        # seconds a reading at a window's edge may lie outside its timed span
 WALL_ONLY = "the kernel gives no per-task wait for a CPU here (no schedstat, no cgroup cpu.pressure of " \
             "the run's own): throughput is wall time only"
+BUSY_ONLY = "several of the run's threads or processes were busy at once: their wait for a CPU does not " \
+            "tell the time lost, throughput is wall time only (one thread: OMP_NUM_THREADS=1)"
+BUSY_SHARE = 0.25    # a task runnable this share of the busiest one's runnable time counts as busy
+BUSY_WALL = 0.05     # ... and this share of the window's wall time (a helper that woke a few times does not)
 
 
 def _text(path):
@@ -146,7 +156,8 @@ def _step(before, after, limit_ns):
 
 def window(opened, closed, wall_s):
     """{"cpu_s", "run_queue_s"} of a window from its two readings (Tasks.read); {} when either
-    edge had none or a counter cannot be trusted (the window keeps wall time only)."""
+    edge had none or a counter cannot be trusted, {"cpu_s", "wall_only": why} when several
+    tasks were busy (the window keeps wall time only)."""
     if not opened or not closed or opened[0] != closed[0]:
         return {}
     limit = int((wall_s + 2 * EDGE_S) * 1e9)
@@ -168,5 +179,9 @@ def window(opened, closed, wall_s):
     if not trusted:
         return {}
     runnable = sum(r + w for r, w in spans)
+    top = max([r + w for r, w in spans] or [0])
+    busy = [1 for r, w in spans if r + w >= BUSY_SHARE * top and r + w >= BUSY_WALL * wall_s * 1e9]
+    if len(busy) > 1:
+        return {"cpu_s": sum(r for r, _ in spans) / 1e9, "wall_only": BUSY_ONLY}
     delay = sum(w * (r + w) for r, w in spans) / float(runnable) if runnable else 0.0
     return {"cpu_s": sum(r for r, _ in spans) / 1e9, "run_queue_s": min(delay / 1e9, wall_s)}

@@ -15,7 +15,7 @@ import time
 
 from . import contention, fileio
 
-_said = []      # the "wall time only" line, once per process
+_said = []      # each "wall time only" line, once per process
 
 
 def _cpu_ticks():
@@ -46,10 +46,11 @@ def _load_at_close(opened, seconds, tasks=None):
     out = {"cpu_s": time.process_time() - cpu0}
     if tasks is not None:
         waited = contention.window(tasks0, _read_tasks(tasks), seconds)
+        why = waited.pop("wall_only", None) or (None if waited else contention.WALL_ONLY)
         out.update(waited)
-        if not waited and not _said:
-            _said.append(True)
-            sys.stderr.write("note: %s\n" % contention.WALL_ONLY)
+        if why and why not in _said:
+            _said.append(why)
+            sys.stderr.write("note: %s\n" % why)
     try:
         out["load1"] = os.getloadavg()[0]
     except (OSError, AttributeError):
