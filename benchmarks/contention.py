@@ -4,8 +4,10 @@ per job and hog count, the median over rounds of the wall-clock figure and of th
 (workloads/contention.py, stats.corrected), each over the quiet round's figure of its round.
 
 Jobs:
-  vae      the harness's real CPU training (python -m dnnbench.workloads vae --device cpu):
-           compute-bound, PyTorch's own threads
+  vae-1t   the harness's real CPU training (python -m dnnbench.workloads vae --device cpu) on one
+           thread (OMP_NUM_THREADS=1): compute-bound
+  vae      the same on PyTorch's own threads (one a core): the windows say wall time only
+           (several busy threads), so only the wall figure is printed
   sleep    a step of 20 ms of compute and 20 ms of sleep, timed by the harness's Clock: the
            sleep is no wait for a CPU, so the correction holds only while the compute's share
            of the step is what waits
@@ -15,7 +17,7 @@ Jobs:
 Hogs: `cpu` busy loops (the default), or `membw` loops that copy a 64 MiB buffer (they load the
 memory bus as well as a CPU: what the correction cannot see).
 
-Usage: python benchmarks/contention.py [--jobs vae,sleep,membw] [--hogs 0,1,2,4] [--rounds 3]
+Usage: python benchmarks/contention.py [--jobs vae-1t,sleep,membw,vae] [--hogs 0,1,2,4] [--rounds 3]
            [--windows 5] [--hog-kind cpu|membw]
 """
 from __future__ import annotations
@@ -59,11 +61,12 @@ def child(job: str, windows: int) -> None:
 
 def measure(job: str, windows: int) -> tuple[float, float | None, float | None]:
     """(wall figure, corrected figure, contention share) of one run of the job."""
-    if job == "vae":
+    if job in ("vae", "vae-1t"):
+        env = dict(os.environ, **({"OMP_NUM_THREADS": "1"} if job == "vae-1t" else {}))
         with tempfile.TemporaryDirectory() as tmp:
             subprocess.run([sys.executable, "-m", "dnnbench.workloads", "vae", "--device", "cpu", "--batch-size", "4",
                             "--number", "5", "--repeat", str(windows), "--warmup", "2", "--synthetic",
-                            "--results", tmp], check=True, capture_output=True)
+                            "--results", tmp], check=True, capture_output=True, env=env)
             tp = json.loads((Path(tmp) / "result.json").read_text())["throughput"]
     else:
         res = subprocess.run([sys.executable, __file__, "--child", job, "--windows", str(windows)], check=True,
@@ -74,7 +77,7 @@ def measure(job: str, windows: int) -> tuple[float, float | None, float | None]:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--jobs", default="vae,sleep,membw")
+    p.add_argument("--jobs", default="vae-1t,sleep,membw,vae")
     p.add_argument("--hogs", default="0,1,2,4")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--windows", type=int, default=5)

@@ -278,9 +278,11 @@ def test_headline_agrees_in_every_output(host_run, tmp_path):
     figure = stats.fmt(_sum_rate(data["windows"]))
     tp = data["throughput"]
     assert data["schema_version"] == schema.SCHEMA_VERSION and tp["statistic"] == "sum_items/sum_seconds"
-    # this kernel keeps per-task scheduler statistics: every window says how long the run waited
-    assert all(0 <= w["run_queue_s"] <= w["seconds"] and w["cpu_s"] > 0 for w in data["windows"])
-    assert tp["corrected"]["value"] >= tp["total"]["value"] and 0 <= tp["corrected"]["contention"] <= 1
+    # the run's CPU seconds in every window; its wait for a CPU where one thread carried it (two
+    # OpenMP threads here: wall time only, said in the corrected block)
+    assert all(w["cpu_s"] > 0 and 0 <= w.get("run_queue_s", 0) <= w["seconds"] for w in data["windows"])
+    fixed = tp["corrected"]
+    assert fixed["why"] == stats.WALL_ONLY if fixed["value"] is None else fixed["value"] >= tp["total"]["value"]
     assert stats.fmt(tp["total"]["value"]) == figure
     assert f"{figure} images/s" in res.stdout                                 # the run summary
     assert f"[resnet18] {figure} images/s (sum of items / sum of seconds" in res.stderr   # the harness log
