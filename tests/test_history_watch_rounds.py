@@ -166,3 +166,13 @@ def test_where_watch_looks(values, every, want):
     points = {i: [{"throughput": v * (1 + 0.002 * (i % 3)), "ci_low": v * 0.99, "ci_high": v * 1.01, "index": i}]
               for i, v in enumerate(values) if i in watch.survey_order(len(values), every)}
     assert watch.suspects(points, 0.1) == want
+
+
+def test_watch_stops_at_max_runs_with_the_verdict_so_far(tmp_path):
+    """The survey (8 runs) and two rounds of the suspect's ends fit in 12 runs: the watch stops
+    before the third round and says what it had, without calling it slower."""
+    machine = quiet()
+    code, out = _watch(tmp_path, machine, 5, rounds=3, budget=bisect_mod.Budget(max_runs=12))
+    assert len(machine.runs) == 12, machine.runs
+    assert code == 0 and "not confirmed: img:r6 against img:r5 is inconclusive" in out, out
+    assert "stopped (--max-runs 12 reached) before the ends were decided" in out, out
