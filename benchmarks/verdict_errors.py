@@ -27,6 +27,9 @@ Rules:
              folder): Welch's interval over runs, 99 %, the loads not read (main's compare)
   apart      the same with the loads the windows recorded (a stand-in: the load that slows a
              run, not a few seconds' burst): inconclusive when the sides' differ 3x or more
+  one-run    one run against a fixed target (`report --baseline targets.yaml`): the run's own
+             interval widened by rounds.RUN_SPREAD each way; pass / fail / inconclusive, the
+             ratio being the job's true figure over the target
 
 Wrong: faster/slower when the truth is within the tolerance or the other way; same when the
 truth is outside it. Prints per rule and pattern: wrong %, inconclusive %, mean runs.
@@ -216,8 +219,19 @@ def rule_apart(machine, clock, ratio, tolerance):
     return rounds.apart(a, b, tolerance, loads_a=la, loads_b=lb).verdict, 6
 
 
+def rule_one_run(machine, clock, ratio, tolerance):
+    """One run of the job against a fixed target it beats by `ratio` (its true figure over the
+    target): `report --baseline` with a target file, rounds.target with the run's own interval
+    widened by rounds.RUN_SPREAD. pass / fail / inconclusive (wrong(): pass below the bound, fail
+    at or above it)."""
+    h = numbers.run_headline(run(machine, clock, WINDOW, tolerance))
+    target = 8 / WINDOW / ratio
+    j = rounds.target([h["value"]], target * (1 - tolerance), None, one_run=(h["ci95_low"], h["ci95_high"]))
+    return j.verdict, 1
+
+
 RULES = {"windows": rule_windows, "windows-3r": rule_windows_3r, "rounds": rule_rounds,
-         "apart-runs": rule_apart_runs, "apart": rule_apart}
+         "apart-runs": rule_apart_runs, "apart": rule_apart, "one-run": rule_one_run}
 
 IMAGES = 8
 BISECT_RATIOS = (0.67, 0.9, 1.0)
@@ -310,6 +324,8 @@ def bisect_replays(args, rng) -> None:
 def wrong(verdict: str, ratio: float, tolerance: float) -> bool:
     if verdict in ("inconclusive", "-"):
         return False
+    if verdict in ("pass", "fail"):     # against a target: pass is right from 1 - tolerance up
+        return (verdict == "pass") != (ratio >= 1 - tolerance - 1e-12)
     inside = 1 - tolerance - 1e-12 <= ratio <= 1 + tolerance + 1e-12
     right = "same" if inside else ("faster" if ratio > 1 else "slower")
     return verdict != right
@@ -326,6 +342,8 @@ def main() -> None:
                    help="also replay the windows of a recorded run (a long one: --repeat 400)")
     p.add_argument("--confidence", type=float, default=None, help="the rounds rule's (default: its own)")
     p.add_argument("--max-rounds", type=int, default=rounds.MAX_ROUNDS, help="the rounds rule's --rounds")
+    p.add_argument("--ratios", default=None, help="true ratios, comma-separated (default: %s)"
+                   % ",".join(map(str, RATIOS)))
     p.add_argument("--bisect", action="store_true", help="replay bisects instead of comparisons")
     p.add_argument("--searches", default="bisect,bisect-merged", help="with --bisect: which searches")
     args = p.parse_args()
@@ -334,9 +352,10 @@ def main() -> None:
         return
     RULES["rounds"] = lambda m, c, r, t: rule_rounds(m, c, r, t, args.max_rounds, args.confidence)
     rng = random.Random(args.seed)
-    print(f"{args.replays} replays per cell, tolerance {args.tolerance}, true ratios {RATIOS}; rounds rule: "
+    ratios = tuple(float(x) for x in args.ratios.split(",")) if args.ratios else RATIOS
+    print(f"{args.replays} replays per cell, tolerance {args.tolerance}, true ratios {ratios}; rounds rule: "
           f"confidence {args.confidence or rounds.CONFIDENCE}, at most {args.max_rounds} rounds")
-    print(f"{'rule':<11} {'pattern':<9} " + " ".join(f"{'r=' + str(r):>17}" for r in RATIOS)
+    print(f"{'rule':<11} {'pattern':<9} " + " ".join(f"{'r=' + str(r):>17}" for r in ratios)
           + f" {'all wrong':>9} {'runs':>5}")
     recorded = {}
     for path in args.recorded:
@@ -349,7 +368,7 @@ def main() -> None:
         totals = {"wrong": 0, "n": 0}
         for pattern in (*[x for x in args.patterns.split(",") if x], *recorded):
             cells, runs = [], 0
-            for ratio in RATIOS:
+            for ratio in ratios:
                 w = inc = 0
                 for _ in range(args.replays):
                     machine = Recorded(recorded[pattern], rng) if pattern in recorded else \
@@ -362,8 +381,8 @@ def main() -> None:
                 totals["wrong"] += w
                 totals["n"] += args.replays
             print(f"{name:<11} {pattern:<9} " + " ".join(f"{c:>17}" for c in cells)
-                  + f" {'':>9} {runs / (args.replays * len(RATIOS)):5.1f}", flush=True)
-        print(f"{name:<11} {'all':<9} {'':>71} {100 * totals['wrong'] / totals['n']:8.2f}%")
+                  + f" {'':>9} {runs / (args.replays * len(ratios)):5.1f}", flush=True)
+        print(f"{name:<11} {'all':<9} {'':>{18 * len(ratios) - 1}} {100 * totals['wrong'] / totals['n']:8.2f}%")
     print("w: wrong verdicts %, i: inconclusive %, runs: mean runs per comparison")
 
 

@@ -175,3 +175,13 @@ def test_a_survey_line_says_the_unit_and_the_interval():
     assert figure([one]) == "59.6 images/s (95 % CI 55.0-64.2)"
     assert figure([dict(one, ci_low=None)]) == "59.6 images/s (no 95 % CI)"
     assert figure([one, dict(one, throughput=25.4)]) == "42.5 images/s (mean of 2, range 25.4-59.6)"
+
+
+def test_watch_stops_at_max_runs_with_the_verdict_so_far(tmp_path):
+    """The survey (8 runs) and two rounds of the suspect's ends fit in 12 runs: the watch stops
+    before the third round and says what it had, without calling it slower."""
+    machine = quiet()
+    code, out = _watch(tmp_path, machine, 5, rounds=3, budget=bisect_mod.Budget(max_runs=12))
+    assert len(machine.runs) == 12, machine.runs
+    assert code == 0 and "not confirmed: img:r6 against img:r5 is inconclusive" in out, out
+    assert "stopped (--max-runs 12 reached) before the ends were decided" in out, out

@@ -277,7 +277,12 @@ def test_headline_agrees_in_every_output(host_run, tmp_path):
     results = root / "results"
     figure = stats.fmt(_sum_rate(data["windows"]))
     tp = data["throughput"]
-    assert data["schema_version"] == 2 and tp["statistic"] == "sum_items/sum_seconds"
+    assert data["schema_version"] == schema.SCHEMA_VERSION and tp["statistic"] == "sum_items/sum_seconds"
+    # the run's CPU seconds in every window; its wait for a CPU where one thread carried it (two
+    # OpenMP threads here: wall time only, said in the corrected block)
+    assert all(w["cpu_s"] > 0 and 0 <= w.get("run_queue_s", 0) <= w["seconds"] for w in data["windows"])
+    fixed = tp["corrected"]
+    assert fixed["why"] == stats.WALL_ONLY if fixed["value"] is None else fixed["value"] >= tp["total"]["value"]
     assert stats.fmt(tp["total"]["value"]) == figure
     assert f"{figure} images/s" in res.stdout                                 # the run summary
     assert f"[resnet18] {figure} images/s (sum of items / sum of seconds" in res.stderr   # the harness log

@@ -272,3 +272,80 @@ def test_a_sif_is_known_by_its_sha256(tmp_path):
     assert bisect_mod.image_digest("singularity", str(sif)) == bisect_mod.image_digest("singularity", str(twin))
     twin.write_bytes(b"another image")
     assert bisect_mod.image_digest("singularity", str(sif)) != bisect_mod.image_digest("singularity", str(twin))
+
+
+# --- the contention-corrected figure, and a budget ----------------------------------------------
+
+class Contended(Machine):
+    """A machine whose slowdown is all waiting for a CPU, and that the run's windows record
+    (workloads/contention.py): seconds = work x slowdown, run_queue_s = work x (slowdown - 1).
+    The slowdown jumps at random between 1x and 4x from window to window."""
+
+    def __init__(self, seed: int):
+        super().__init__("step", 1.0, 0.0)
+        import random
+        self.rng = random.Random(seed)
+
+    def result(self, work: float, name: str) -> dict:
+        data = super().result(work, name)
+        for w in data["windows"]:
+            slow = self.rng.choice((1.0, 2.0, 3.0, 4.0))
+            w["seconds"], w["run_queue_s"], w["load1"] = work * slow, work * (slow - 1), slow
+        return data
+
+
+def test_a_bisect_beside_hogs_is_judged_on_corrected_time_and_says_so(monkeypatch, tmp_path, capsys):
+    """Wall time swings 4x from window to window (the hogs' share of the CPU): on it no round
+    decides; the corrected figure sees the work alone, and the answer says what it judged."""
+    code, out = _bisect(monkeypatch, tmp_path, Contended(seed=3), capsys)
+    assert code == 0 and "first slower: img:r6 (" in out and "last good: img:r5" in out, out
+    assert "judged on contention-corrected time: " in out and "of the windows waited for a CPU" in out, out
+    monkeypatch.setattr(rounds, "CONTENTION", 2.0)      # never corrected: wall time alone
+    code, out = _bisect(monkeypatch, tmp_path / "wall", Contended(seed=3), capsys)
+    assert code == 1 and "the ends are not decidedly apart" in out, out
+
+
+def test_bisect_stops_at_max_runs_with_the_verdict_so_far(monkeypatch, tmp_path, capsys):
+    code, out = _bisect(monkeypatch, tmp_path, Machine("step", 1.0, 0.0, wobble=0.01), capsys,
+                        budget=bisect_mod.Budget(max_runs=4))
+    assert code == 1 and "stopped (--max-runs 4 reached) before the ends were decided" in out, out
+    assert "in 4 runs (4 run now" in out, out
+    code, out = _bisect(monkeypatch, tmp_path / "more", Machine("step", 1.0, 0.0, wobble=0.01), capsys,
+                        budget=bisect_mod.Budget(max_runs=9))
+    # the ends decided in 3 rounds (6 runs), the first midpoint's round stopped: the range so far
+    assert code == 1 and "stopped (--max-runs 9 reached): img:r8 is slower than img:r1" in out, out
+    assert "the first slower image is after img:r1, up to img:r8 (img:r4 undecided so far)" in out, out
+
+
+def test_a_deadline_in_the_past_stops_before_the_first_run(monkeypatch, tmp_path, capsys):
+    budget = bisect_mod.Budget(deadline=1e-9)
+    code, out = _bisect(monkeypatch, tmp_path, Machine("step", 1.0, 0.0), capsys, budget=budget)
+    assert code == 1 and "stopped (--deadline 1e-09 min reached) before the ends were decided" in out, out
+    assert "in 0 runs" in out, out
+
+
+def _head(value: float, contention: float | None, corrected: float | None = None) -> dict:
+    return {"value": value, "contention": contention, "corrected": corrected}
+
+
+def test_the_basis_is_wall_time_until_a_run_waited_past_the_share():
+    quiet = [_head(10, 0.01, 10.1), _head(9, rounds.CONTENTION - 0.01, 9.5)]
+    assert rounds.basis(quiet) == ("value", "")
+    assert rounds.basis([_head(10, None), _head(9, None)]) == ("value", "")     # results before schema 3
+    busy = [_head(10, 0.02, 10.2), _head(6, 0.41, 10.1)]
+    assert rounds.basis(busy) == ("corrected", "judged on contention-corrected time: 41 % of the windows "
+                                               "waited for a CPU")
+    key, note = rounds.basis([_head(10, 0.02, 10.2), _head(6, 0.41, 10.1), _head(6, None)])
+    assert key == "value" and "judged on wall time" in note and "not every run recorded its wait" in note
+    j = rounds.judge([0.3, 0.31, 0.29], TOL, basis=rounds.basis(busy)[1])
+    assert j.verdict == "faster" and j.why.startswith("judged on contention-corrected time")
+
+
+@pytest.mark.parametrize("value, target, verdict", [(2.44, 1_000_000, "fail"), (2.44, 2.45, "inconclusive"),
+                                                    (2.44, 0.1, "pass"), (2.44, 10, "inconclusive")])
+def test_one_run_against_a_fixed_target_is_decided_beyond_the_spread_between_runs(value, target, verdict):
+    """One run with its windows' interval (+-4 %): decided where the target lies beyond it
+    widened by RUN_SPREAD each way, inconclusive within."""
+    j = rounds.target([value], target * (1 - TOL), None, one_run=(value / 1.04, value * 1.04))
+    assert j.verdict == verdict and j.rounds == 1, j
+    assert rounds.target([value], target * (1 - TOL), None).verdict == "inconclusive"   # no interval: undecided

@@ -104,6 +104,8 @@ def test_run_refuses_out_of_range_values_before_making_anything(tmp_path_factory
     ["report", "R", "--tolerance", "inf"], ["report", "R", "--weight", "x=nan"],
     ["slurm", "resnet18", "--nodes", "0", "--dry-run"], ["run", "resnet18", "--timeout", "nan", "--dry-run"],
     ["slurm", "resnet18", "--gpus-per-node", "-1", "--dry-run"],
+    ["bisect", "vae", "--images", "a,b", "--max-runs", "0"], ["bisect", "vae", "--images", "a,b", "--deadline", "nan"],
+    ["watch", "vae", "--images", "a,b", "--deadline", "-1"],
 ])
 def test_host_only_numbers_come_from_the_table_too(tmp_path, argv):
     argv = [str(tmp_path) if a in ("A", "B", "R") else a for a in argv]

@@ -358,7 +358,7 @@ def _time_windows(run, workload, args, dist, result):
              % (tag, until_ci, args.repeat, limit, args.number))
     last_print = time.perf_counter()
     window_start_wall = time.time()
-    clock = windows_mod.Clock(sync)
+    clock = windows_mod.Clock(sync, windows_mod.device_timer(torch, device))
     try:
         if profiler is not None:
             profiler.__enter__()

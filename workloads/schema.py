@@ -10,7 +10,9 @@ import statistics
 from . import fileio, stats
 
 # 2: throughput is the headline statistic (sum_items/sum_seconds, "value") with its CI, no longer a mean of rates
-SCHEMA_VERSION = 2
+# 3: windows may carry run_queue_s (the run's wait for a CPU) and cpu_s, device_s; throughput has a
+#    `corrected` block (items over seconds less that wait, its CI, the contention share)
+SCHEMA_VERSION = 3
 RESULT_FILE = "result.json"
 STATUSES = ("ok", "nan", "oom", "error", "interrupted", "timeout", "running")
 # field -> type(s) every result carries
@@ -37,10 +39,11 @@ def throughput(windows, world_size=1):
 
     The headline `value` is sum(items) / sum(seconds) (the `statistic`), with its 95 % CI and the
     window median beside it. `total` counts every rank (each rank runs the same windows in
-    lockstep under DDP); `per_gpu` is per rank.
+    lockstep under DDP); `per_gpu` is per rank. `corrected` is the total as if no other process
+    had been runnable (stats.corrected), beside the headline, never instead of it.
     """
     return {"statistic": stats.STATISTIC, "total": stats.headline(windows, world_size),
-            "per_gpu": stats.headline(windows)}
+            "per_gpu": stats.headline(windows), "corrected": stats.corrected(windows, world_size)}
 
 
 def empty_throughput():
@@ -49,7 +52,8 @@ def empty_throughput():
 
 def upgrade(data):
     """A result of an older schema with its throughput recomputed from its raw windows (the old
-    `mean` was a mean of per-window rates: never shown beside the new headline)."""
+    `mean` was a mean of per-window rates: never shown beside the new headline; before 3 no
+    window recorded a wait for a CPU, so `corrected` says wall time only)."""
     if not isinstance(data.get("schema_version"), int) or data["schema_version"] >= SCHEMA_VERSION:
         return data
     data = dict(data)
@@ -100,6 +104,7 @@ MAX_BYTES = 256 * 2**20    # a result is KiBs; a long loss trace a few MiB
 # rates and their sums stay finite
 MAX_ITEMS, MIN_SECONDS, MAX_SECONDS = 2**53, 1e-6, 3.2e7
 MAX_RANKS, MAX_COPIES = 2**20, 4096      # processes of one run; parallel copies of one suite job
+WINDOW_SECONDS = ("run_queue_s", "cpu_s", "device_s")   # a window's optional counters, in seconds
 
 
 def _number(value):
@@ -138,6 +143,10 @@ def _window_problems(windows, where):
             out.append("%s[%d].items must be a whole number from 0 to 2**53, not %r" % (where, i, items))
         if not (finite(seconds) and MIN_SECONDS <= seconds < MAX_SECONDS):
             out.append("%s[%d].seconds must be a finite number of seconds > 0, not %r" % (where, i, seconds))
+        for key in WINDOW_SECONDS:
+            value = w.get(key)
+            if value is not None and not (finite(value) and 0 <= value < MAX_SECONDS):
+                out.append("%s[%d].%s must be a finite number of seconds >= 0, not %r" % (where, i, key, value))
     return out
 
 
@@ -226,9 +235,11 @@ def json_schema():
             return {"anyOf": [kinds[k] for k in kind]}
         return dict(kinds[kind])
 
-    window = {"type": "object", "required": ["items", "seconds"], "properties": {
+    window = {"type": "object", "required": ["items", "seconds"], "properties": dict({
         "items": {"type": "integer", "minimum": 0, "exclusiveMaximum": MAX_ITEMS},
-        "seconds": {"type": "number", "minimum": MIN_SECONDS, "exclusiveMaximum": MAX_SECONDS}}}
+        "seconds": {"type": "number", "minimum": MIN_SECONDS, "exclusiveMaximum": MAX_SECONDS}},
+        **dict((k, {"anyOf": [{"type": "number", "minimum": 0, "exclusiveMaximum": MAX_SECONDS}, {"type": "null"}]})
+               for k in WINDOW_SECONDS))}
     headline = {"type": "object", "properties": dict(
         (k, {"anyOf": [number, {"type": "null"}]})
         for k in ("value", "ci95_low", "ci95_high", "mean", "sd", "median", "min", "max"))}
@@ -240,8 +251,11 @@ def json_schema():
         "status": {"enum": list(STATUSES)},
         "world_size": {"type": "integer", "minimum": 1, "maximum": MAX_RANKS},
         "windows": {"type": "array", "items": window},
-        "throughput": {"type": "object", "required": ["total"], "properties": {"total": headline,
-                                                                                "per_gpu": headline}},
+        "throughput": {"type": "object", "required": ["total"], "properties": {
+            "total": headline, "per_gpu": headline, "corrected": {"type": "object", "properties": dict(
+                [(k, {"anyOf": [number, {"type": "null"}]}) for k in ("value", "ci95_low", "ci95_high", "ci95_pct")]
+                + [("contention", {"anyOf": [{"type": "number", "minimum": 0, "maximum": 1}, {"type": "null"}]}),
+                   ("why", optional_text)])}}},
         "options": {"type": "object", "properties": {
             "batch_size": {"anyOf": [{"type": "integer", "minimum": 1, "exclusiveMaximum": 2**31},
                                      {"type": "null"}]},

@@ -119,6 +119,33 @@ def headline(windows, scale=1):
     }
 
 
+KEPT = 0.05     # a window keeps at least this share of its seconds however long it waited for a CPU
+WALL_ONLY = "wall time only: the windows record no wait for a CPU"
+
+
+def _waited(w):
+    x = w.get("run_queue_s")
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and x == x and 0 <= x <= w["seconds"]
+
+
+def corrected(windows, scale=1):
+    """The headline as if no other process had been runnable: items over (seconds minus the
+    run's wait for a CPU, `run_queue_s`) summed over the windows, with its 95 % CI, and the
+    contention share (the waits over the seconds). Value None, with why, when a window
+    recorded no wait (a kernel without scheduler statistics, a result from before them)."""
+    windows = [w for w in windows if w.get("seconds")]
+    if not windows or not all(_waited(w) for w in windows):
+        return {"value": None, "ci95_low": None, "ci95_high": None, "ci95_pct": None, "se": None, "df": 0,
+                "contention": None, "why": WALL_ONLY if windows else "no timed window"}
+    seconds = sum(w["seconds"] for w in windows)
+    fixed = [{"items": w["items"], "seconds": max(w["seconds"] - w["run_queue_s"], KEPT * w["seconds"])}
+             for w in windows]
+    h = headline(fixed, scale)
+    return {"value": h["value"], "ci95_low": h["ci95_low"], "ci95_high": h["ci95_high"], "ci95_pct": h["ci95_pct"],
+            "se": h["se"], "df": h["df"], "contention": sum(w["run_queue_s"] for w in windows) / seconds,
+            "why": None}
+
+
 def ci_met(windows, pct):
     """Whether the 95 % CI half-width of the headline is within `pct` % of it."""
     h = headline(windows)

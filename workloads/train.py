@@ -350,7 +350,8 @@ class _Training(object):
         self.training["segments"].append(self.segment)
         self.clock0 = time.perf_counter() - self.training["on_clock_s"]
         self.last_ckpt = time.perf_counter()
-        self.clock = windows.Clock(torch.cuda.synchronize if self.device == "cuda" else None)
+        self.clock = windows.Clock(torch.cuda.synchronize if self.device == "cuda" else None,
+                                   windows.device_timer(torch, self.device))
         args, dist, task = self.args, self.dist, self.task
         _log("%s %s, batch %d%s, %s, up to %d epochs%s" % (
             self.tag, self.device, args.batch_size, " x %d ranks" % dist.world_size if dist.enabled else "",

@@ -5,11 +5,17 @@ seconds from open to close (the device synchronized at both ends), and the part 
 waiting for the next batch. Each window also records what the machine was doing (`load1`: the
 1-minute load average; `cpu_s`: this process's own CPU seconds in it; `steal`: the share of the
 machine's CPU time the hypervisor took, where the kernel reports it): read outside the timed span,
-so a verdict can say that the load moved rather than turn that into a difference."""
+so a verdict can say that the load moved rather than turn that into a difference. Where the
+kernel keeps per-task scheduler statistics, `cpu_s` covers the run's worker processes too and
+`run_queue_s` is the time the run waited for a CPU another process held (contention.py); on a
+GPU, `device_s` is the device's time between the window's edges (CUDA events)."""
 import os
+import sys
 import time
 
-from . import fileio
+from . import contention, fileio
+
+_said = []      # each "wall time only" line, once per process
 
 
 def _cpu_ticks():
@@ -22,14 +28,29 @@ def _cpu_ticks():
     return (ticks[7] if len(ticks) > 7 else None), sum(ticks[:8])
 
 
-def _load_at_open():
-    return time.process_time(), _cpu_ticks()
+def _read_tasks(tasks):
+    try:
+        return tasks.read()
+    except Exception:  # noqa: BLE001 - a counter never costs the run its window
+        return None
 
 
-def _load_at_close(opened):
-    """The machine's load over a window: load average now, own CPU seconds, steal share."""
-    cpu0, ticks0 = opened
+def _load_at_open(tasks=None):
+    return time.process_time(), _cpu_ticks(), _read_tasks(tasks) if tasks is not None else None
+
+
+def _load_at_close(opened, seconds, tasks=None):
+    """The machine's load over a window: load average now, the run's CPU seconds and wait for a
+    CPU, steal share."""
+    cpu0, ticks0, tasks0 = opened
     out = {"cpu_s": time.process_time() - cpu0}
+    if tasks is not None:
+        waited = contention.window(tasks0, _read_tasks(tasks), seconds)
+        why = waited.pop("wall_only", None) or (None if waited else contention.WALL_ONLY)
+        out.update(waited)
+        if why and why not in _said:
+            _said.append(why)
+            sys.stderr.write("note: %s\n" % why)
     try:
         out["load1"] = os.getloadavg()[0]
     except (OSError, AttributeError):
@@ -40,19 +61,38 @@ def _load_at_close(opened):
     return out
 
 
+def device_timer(torch, device):
+    """CUDA events that time a window on the device (a CPU hog does not move them); None off a GPU."""
+    if str(device).split(":")[0] != "cuda" or not hasattr(torch.cuda, "Event"):
+        return None
+    return lambda: torch.cuda.Event(enable_timing=True)
+
+
 class Clock(object):
     """Times one window at a time: open(), fetch() (or waited()) per step, close(items)."""
 
-    def __init__(self, sync=None):
+    def __init__(self, sync=None, device_timer=None, tasks=True):
         self.sync = sync or (lambda: None)
+        self.device_timer = device_timer    # () -> an event with record() and elapsed_time(other) in ms
+        self.tasks = contention.Tasks() if tasks is True else tasks or None
         self.t0 = None
         self.wait = 0.0
         self.opened = None
+        self.events = None
+
+    def _event(self):
+        try:
+            event = self.device_timer()
+            event.record()
+            return event
+        except Exception:  # noqa: BLE001 - device time is a bonus, never the window
+            return None
 
     def open(self):
-        self.opened = _load_at_open()
+        self.opened = _load_at_open(self.tasks)
         self.sync()
         self.wait = 0.0
+        self.events = (self._event(), None) if self.device_timer is not None else None
         self.t0 = time.perf_counter()
 
     def fetch(self, batches):
@@ -68,10 +108,16 @@ class Clock(object):
 
     def close(self, items):
         """The window as every result keeps it."""
+        end = self._event() if self.events and self.events[0] is not None else None
         self.sync()
         window = {"items": items, "seconds": time.perf_counter() - self.t0, "data_wait": self.wait}
+        if end is not None:
+            try:
+                window["device_s"] = self.events[0].elapsed_time(end) / 1000.0
+            except Exception:  # noqa: BLE001 - device time is a bonus, never the window
+                pass
         if self.opened is not None:
-            window.update(_load_at_close(self.opened))
+            window.update(_load_at_close(self.opened, window["seconds"], self.tasks))
         return window
 
 

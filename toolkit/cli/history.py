@@ -136,6 +136,10 @@ def watch(workload: str = typer.Argument(..., help="Workload name (`dnnbench wor
           every: int = typer.Option(1, "--every", min=1,
                                     help="Survey every N-th release (and the newest); the releases between "
                                          "are measured only where a slowdown is suspected (bisected)."),
+          max_runs: Optional[int] = typer.Option(None, "--max-runs", callback=in_range(BY_NAME["max_runs"]),
+                                                 help="Stop after N runs with the verdict so far."),
+          deadline: Optional[float] = typer.Option(None, "--deadline", callback=in_range(BY_NAME["deadline"]),
+                                                   help="Stop after MIN minutes with the verdict so far."),
           push: Optional[str] = PUSH, harness: dict = INJECTED, job: dict = INJECTED):
     """Which release made the job slower: the releases in order (`--images A,B,C` or `--bases
     X..Y`) not yet in the history for this job and GPU model are measured (the newest always),
@@ -148,8 +152,10 @@ def watch(workload: str = typer.Argument(..., help="Workload name (`dnnbench wor
     set: the verdicts appended there as a table."""
     from dnnbench.cli.runs import _images_job
     from dnnbench.history.watch import watch_command
+    from dnnbench.runs.bisect import Budget
     opts, images, bases = _images_job(workload, job, harness)
-    raise typer.Exit(watch_command(opts, images, bases, job["tolerance"], rounds, every, push=push))
+    raise typer.Exit(watch_command(opts, images, bases, job["tolerance"], rounds, every, push=push,
+                                   budget=Budget(max_runs, deadline)))
 
 
 def register(app: typer.Typer) -> None:

@@ -304,6 +304,10 @@ def bisect(
     rounds: int = typer.Option(8, "--rounds", callback=in_range(BY_NAME["rounds"]),
                                help="The most rounds per judgement (the ends, then each midpoint with both "
                                     "ends), the order reversed each round; looked at from 3 rounds on."),
+    max_runs: Optional[int] = typer.Option(None, "--max-runs", callback=in_range(BY_NAME["max_runs"]),
+                                           help="Stop after N runs with the verdict so far."),
+    deadline: Optional[float] = typer.Option(None, "--deadline", callback=in_range(BY_NAME["deadline"]),
+                                             help="Stop after MIN minutes with the verdict so far."),
     harness: dict = INJECTED,
     job: dict = INJECTED,
 ):
@@ -314,9 +318,10 @@ def bisect(
     it names the range the evidence supports rather than guess. Ends with the first slower image,
     the last good one and what changed between them (PyTorch, CUDA, cuDNN, NCCL, Python, driver).
     Exit 0 with an answer, 1 without."""
-    from dnnbench.runs.bisect import bisect_command
+    from dnnbench.runs.bisect import Budget, bisect_command
     opts, images, bases = _images_job(workload, job, harness)
-    raise typer.Exit(bisect_command(opts, good, bad, images, bases, job["tolerance"], rounds))
+    raise typer.Exit(bisect_command(opts, good, bad, images, bases, job["tolerance"], rounds,
+                                    Budget(max_runs, deadline)))
 
 
 def workloads(name: Optional[str] = typer.Argument(None, help="One workload: its reference, parameters and "

@@ -125,6 +125,9 @@ def row(path: Path | str, data: dict) -> dict:
         "host": machine, "gpu": gpu_model(data), "gpu_count": len(gpus),
         "started": when(data.get("started")), "throughput": head.get("value"),
         "ci_low": head.get("ci95_low"), "ci_high": head.get("ci95_high"), "unit": _text(data.get("unit")),
+        # as if no other process had been runnable, and the share of the windows spent waiting for a
+        # CPU (None where the windows recorded no wait: wall time only)
+        "corrected": head.get("corrected"), "contention": head.get("contention"),
         "path": _path(path), "recorded": datetime.now(timezone.utc).replace(tzinfo=None),
     }
     for fact in FACTS:

@@ -100,9 +100,10 @@ class History:
 
 
 def survey(listed: list[tuple[str, str | None]], template, folder: Path, every: int,
-           history: History) -> tuple[dict[int, list[dict]], int]:
+           history: History, budget=None) -> tuple[dict[int, list[dict]], int]:
     """Each surveyed release's points (store rows, or the row of its run now), and how many of
-    them the history held."""
+    them the history held; the releases surveyed before the budget (--max-runs, --deadline) ran
+    out."""
     from dnnbench.console import info
     from dnnbench.history.facts import row
     from dnnbench.history.record import record
@@ -127,9 +128,17 @@ def survey(listed: list[tuple[str, str | None]], template, folder: Path, every: 
             points[i] = [dict(r, index=i) for r in rows]
             held += 1
             continue
+        if budget is not None:
+            try:
+                budget.check()
+            except bisect.Enough as stop:
+                info(f"[survey] stopped ({stop}) after {len(points)} releases")
+                break
         step = bisect.measure(bisect.Step(i, image, folder / bisect._slug(i, image)), base, template,
                               dataset=bisect.dataset_identity(template))
         assert step.result is not None    # measure() raises on a step it could not measure
+        if budget is not None and not step.reused:
+            budget.ran += 1
         path = step.run_dir / schema.RESULT_FILE
         if step.reused:
             record(path, step.result)     # a store that missed it (it was down) catches up
@@ -156,7 +165,7 @@ def figure(rows: list[dict]) -> str:
 
 
 def judge(listed, template, folder: Path, lo: int, hi: int, why: str, tolerance: float,
-          max_rounds: int) -> tuple[Verdict, bisect.Rounds]:
+          max_rounds: int, budget=None) -> tuple[Verdict, bisect.Rounds]:
     """One suspect as bisect judges it: the ends in rounds, then the releases between halved."""
     import math
 
@@ -164,12 +173,16 @@ def judge(listed, template, folder: Path, lo: int, hi: int, why: str, tolerance:
     from dnnbench.runs import bisect
     from dnnbench.workloads import schema
     steps = max(1, math.ceil(math.log2(hi - lo))) if hi - lo > 1 else 0
-    session = bisect.Rounds(folder / f"judged-{lo:02d}-{hi:02d}", listed, template, max_rounds * (2 + 3 * steps))
+    session = bisect.Rounds(folder / f"judged-{lo:02d}-{hi:02d}", listed, template, max_rounds * (2 + 3 * steps),
+                            budget)
     v = Verdict(lo, hi, why)
     found = bisect.search(session.round, lo, hi, tolerance, max_rounds)
     ends = found.ends
     v.verdict, v.pct = ends.verdict, ends.pct()
-    if found.how == "range":      # a midpoint undecided: the range the evidence supports
+    if found.how == "stopped":    # --max-runs, --deadline: the verdict so far
+        v.lo, v.hi = found.lo, found.hi
+        v.stuck = bisect.stopped_line(found, [img for img, _ in listed])
+    elif found.how == "range":      # a midpoint undecided: the range the evidence supports
         assert found.mid is not None
         v.lo, v.hi = found.lo, found.hi
         v.stuck = (f"{listed[found.mid][0]} stayed inconclusive against both ends after {found.last.rounds} "
@@ -187,7 +200,8 @@ def judge(listed, template, folder: Path, lo: int, hi: int, why: str, tolerance:
 
 
 def watch_command(opts, images: list[str] | None, bases: str | None, tolerance: float, rounds: int | None = None,
-                  every: int = 1, judged: list[Verdict] | None = None, push: str | None = None) -> int:
+                  every: int = 1, judged: list[Verdict] | None = None, push: str | None = None,
+                  budget=None) -> int:
     from dnnbench.console import info
     from dnnbench.history.changes import MIN_SIZE
     from dnnbench.runs import bisect
@@ -203,13 +217,13 @@ def watch_command(opts, images: list[str] | None, bases: str | None, tolerance: 
     started = time.monotonic()
     history = History()        # a watch without a usable store is refused before any run
     try:
-        points, held = survey(listed, template, folder, every, history)
+        points, held = survey(listed, template, folder, every, history, budget)
     finally:
         history.close()
     found = suspects(points, tolerance)
     verdicts, sessions = [], []
     for lo, hi, why in found:
-        v, session = judge(listed, template, folder, lo, hi, why, tolerance, max_rounds)
+        v, session = judge(listed, template, folder, lo, hi, why, tolerance, max_rounds, budget)
         verdicts.append(v)
         sessions.append(session)
     for v in verdicts:

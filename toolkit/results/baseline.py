@@ -6,7 +6,8 @@ A job's target is a number (passes at >= target x (1 - --tolerance)), or a mappi
 A results folder as the baseline gives each job its runs there (`Measured`).
 
 The verdict is the one rule's (results/rounds.py), over runs, never windows (windows share the
-load of their moment): against a target, the interval of the runs' figure (`rounds.target`);
+load of their moment): against a target, the interval of the runs' figure (`rounds.target`; one
+run: its own interval widened by the largest spread between runs measured, rounds.RUN_SPREAD);
 against a baseline folder, the interval of B/A over the runs of both sides, measured apart, so
 inconclusive when their recorded load differed by results/load.APART or a side has one run
 (`rounds.apart_gate`). pass: all of it inside the bounds; fail: all of it outside; else
@@ -104,14 +105,17 @@ def judge(target, runs: list[dict], headline: dict, tolerance: float) -> dict:
     if value is None:       # no run of the job finished: the gate cannot pass what did not run
         return {"target": bounds.target, "bounds": bounds.describe(), "diff_pct": None, "target_verdict": "missing",
                 "pass": False, "target_why": None}
-    figures = [numbers.run_headline(r)["value"] for r in runs]
-    figures = [f for f in figures if f]
-    if isinstance(target, Measured):
-        j = rounds.apart_gate(target.values, figures, tolerance, loads_base=target.loads,
+    heads = [h for h in (numbers.run_headline(r) for r in runs) if h["value"]]
+    if isinstance(target, Measured):    # its runs were judged on wall time: so are these
+        j = rounds.apart_gate(target.values, [h["value"] for h in heads], tolerance, loads_base=target.loads,
                               loads_runs=load.of_runs(runs))
     else:
-        j = rounds.target(figures, bounds.low, bounds.high, loads=load.of_runs(runs))
+        key, note = rounds.basis(heads)
+        prefix = "" if key == "value" else "corrected_"
+        one = (heads[0][prefix + "ci95_low"], heads[0][prefix + "ci95_high"]) if len(heads) == 1 else None
+        j = rounds.target([h[key] for h in heads], bounds.low, bounds.high, loads=load.of_runs(runs),
+                          one_run=one, basis=note)
     return {"target": bounds.target, "bounds": bounds.describe(),
             "diff_pct": 100 * (value / bounds.target - 1) if bounds.target else None,
             "target_verdict": j.verdict, "pass": {"pass": True, "fail": False}.get(j.verdict),
-            "target_why": j.why or None if j.verdict == "inconclusive" else None}
+            "target_why": j.why or None if j.verdict == "inconclusive" else j.basis or None}

@@ -50,12 +50,29 @@ def _finish(est: dict, median, min_n: int = stats.MIN_WINDOWS, **more) -> dict:
             "df": est["df"], "median": median, **more}
 
 
+def corrected(parts: list[tuple[int, list[dict]]]) -> dict:
+    """The contention-corrected figure of (ranks, windows) streams (stats.corrected, copies
+    added), with its CI and the contention share of all their windows: `corrected`,
+    `corrected_ci95_low/high/pct`, `contention` (Nones where a window recorded no wait)."""
+    blocks = [stats.corrected(windows, ranks) for ranks, windows in parts]
+    if not blocks or any(b["value"] is None for b in blocks):
+        return {"corrected": None, "corrected_ci95_low": None, "corrected_ci95_high": None,
+                "corrected_ci95_pct": None, "contention": None}
+    est = stats.combine(blocks)
+    low, high, pct = stats.interval(est["value"], est["se"], est["df"])
+    seconds = sum(w["seconds"] for _, windows in parts for w in windows)
+    waited = sum(w["run_queue_s"] for _, windows in parts for w in windows)
+    return {"corrected": est["value"], "corrected_ci95_low": low, "corrected_ci95_high": high,
+            "corrected_ci95_pct": pct, "contention": waited / seconds if seconds else None}
+
+
 def run_headline(data: dict) -> dict:
-    """The figure of one run, with its CI over windows and its window median."""
+    """The figure of one run, with its CI over windows and its window median, and beside it the
+    contention-corrected figure (`corrected`)."""
     parts = [stats.headline(windows, ranks) for ranks, windows in streams(data)]
     medians = [p["median"] for p in parts]
     return _finish(stats.combine(parts), None if None in medians else sum(medians),
-                   windows=parts[0]["n"], runs=1)
+                   windows=parts[0]["n"], runs=1, **corrected(streams(data)))
 
 
 def _pooled(runs: list[dict]) -> dict:
@@ -66,6 +83,8 @@ def _pooled(runs: list[dict]) -> dict:
         return run_headline(runs[0])
     per_run = [streams(r) for r in runs]
     width = min(len(s) for s in per_run)
+    # the corrected figure of the runs' windows pooled, stream by stream
+    more = corrected([(per_run[0][k][0], [w for one in per_run for w in one[k][1]]) for k in range(width)])
     by_runs, by_windows, medians = [], [], []
     for k in range(width):
         totals = [(sum(w["items"] for w in s[k][1]) * s[k][0], sum(w["seconds"] for w in s[k][1])) for s in per_run]
@@ -79,7 +98,7 @@ def _pooled(runs: list[dict]) -> dict:
     else:   # the wider CI; on a tie, the windows'
         est = max((by_windows, by_runs), key=lambda e: stats.interval(e["value"], e["se"], e["df"], 2)[2] or 0)
     return _finish(est, None if None in medians else sum(medians), 2 if est is by_runs else stats.MIN_WINDOWS,
-                   windows=sum(len(s[0][1]) for s in per_run), runs=len(runs))
+                   windows=sum(len(s[0][1]) for s in per_run), runs=len(runs), **more)
 
 
 def job_headline(runs: list[dict]) -> dict:
@@ -89,7 +108,7 @@ def job_headline(runs: list[dict]) -> dict:
     if not valued:
         return {"value": None, "ci95_low": None, "ci95_high": None, "ci95_pct": None, "se": None, "df": 0,
                 "median": None, "windows": 0, "runs": 0, "sd": None, "sd_pct": None, "trimmed": None,
-                "trimmed_n": None}
+                "trimmed_n": None, **corrected([])}
     values, runs = [v for v, _ in valued], [r for _, r in valued]
     out = _pooled(runs)
     out["sd"] = statistics.stdev(values) if len(values) > 1 else 0.0

@@ -441,11 +441,15 @@ def compare_command(a: Path, b: Path, tolerance: float = 0.05, strict: bool = Fa
     for name in sorted(set(ja) | set(jb)):
         x, y = ja.get(name), jb.get(name)
         hx, hy = (x.headline if x else {}), (y.headline if y else {})
-        j = rounds.apart(list(x.rates) if x else [], list(y.rates) if y else [], tolerance,
-                         loads_a=load.of_runs(x.results) if x else [], loads_b=load.of_runs(y.results) if y else [])
+        # each run's wall or contention-corrected figure, one basis for both sides
+        runs_x, runs_y = ([numbers.run_headline(r) for r in job.results] if job else [] for job in (x, y))
+        key, note = rounds.basis(runs_x + runs_y)
+        j = rounds.apart([h[key] for h in runs_x if h[key]], [h[key] for h in runs_y if h[key]], tolerance,
+                         loads_a=load.of_runs(x.results) if x else [], loads_b=load.of_runs(y.results) if y else [],
+                         basis=note)
         verdicts[name] = "-" if j.ratio is None else j.verdict
-        if j.ratio is not None and j.verdict == "inconclusive" and j.why:
-            why.append(f"{name}: inconclusive: {j.why}")
+        if j.ratio is not None and j.why and (j.verdict == "inconclusive" or j.basis):
+            why.append(f"{name}: {j.verdict}: {j.why}")
         span = "-" if j.low is None or j.high is None else f"{j.low:.3f}-{j.high:.3f}"
         cells.append([escape(visible(name, one_line=True)), numbers.fmt(hx.get("value")), _fmt(hx.get("ci95_pct")),
                       numbers.fmt(hy.get("value")), _fmt(hy.get("ci95_pct")), _fmt(j.ratio, 3), span,

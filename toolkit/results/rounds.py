@@ -31,6 +31,7 @@ FIRST_LOOK = 3      # rounds before the first look (2 give a t quantile in the h
 MAX_ROUNDS = 8      # the default --rounds: looks at 3, 4, ... 8 rounds
 EDGE = 1e-9         # rounding: a ratio computed on the tolerance's edge is not beyond it
 LOAD_CHANGE = 3.0   # a load that moved by this factor between rounds is said with the verdict
+CONTENTION = 0.10   # a run that waited for a CPU this share of its timed windows: judged on corrected time
 
 
 def _betacf(a: float, b: float, x: float) -> float:
@@ -103,6 +104,7 @@ class Judgement:
     done: bool
     why: str = ""
     alternated: bool = True     # False: the sides were measured apart (a recorded run, a baseline)
+    basis: str = ""             # the note of `basis` when the corrected figures were judged
 
     def pct(self) -> str:
         """'-12.3 % (-15.0 .. -9.4)': the ratio as a change with its interval."""
@@ -126,6 +128,31 @@ def interval(logs: list[float], max_rounds: int, confidence: float = CONFIDENCE,
     alpha = (1.0 - confidence) / len(planned)
     half = t_quantile(1.0 - alpha / 2.0, n - 1) * statistics.stdev(logs) / math.sqrt(n)
     return mean, mean - half, mean + half
+
+
+def basis(headlines: list) -> tuple[str, str]:
+    """Which figure of the runs (numbers.run_headline's) every verdict between them judges, and
+    the line that says so: the wall-clock `value` while every run was quiet; the contention-
+    corrected figure (`corrected`: as if no other process had been runnable) once a run waited
+    for a CPU CONTENTION of its timed windows or more and every run has one, the same basis for
+    all sides; wall time, said, when a busy run has no corrected figure."""
+    heads = [h for h in headlines if isinstance(h, dict)]
+    shares = [h["contention"] for h in heads if isinstance(h.get("contention"), (int, float))]
+    busiest = max(shares) if shares else None
+    if busiest is None or busiest < CONTENTION:
+        return "value", ""
+    if any(not h.get("corrected") for h in heads):
+        return "value", (f"judged on wall time: a run waited for a CPU {busiest * 100:.0f} % of its windows, "
+                         f"but not every run recorded its wait")
+    return "corrected", f"judged on contention-corrected time: {busiest * 100:.0f} % of the windows waited for a CPU"
+
+
+def on_basis(j: Judgement, note: str) -> Judgement:
+    """The judgement with the basis note said first in its why."""
+    if note:
+        j.basis = note
+        j.why = f"{note}; {j.why}" if j.why else note
+    return j
 
 
 def _load_note(loads: list[float] | None) -> str:
@@ -173,9 +200,10 @@ def _band(low: float | None, high: float | None, tolerance: float) -> str:
 
 
 def judge(logs: list[float], tolerance: float, max_rounds: int = MAX_ROUNDS, *, loads: list[float] | None = None,
-          confidence: float = CONFIDENCE, first: int = FIRST_LOOK) -> Judgement:
+          confidence: float = CONFIDENCE, first: int = FIRST_LOOK, basis: str = "") -> Judgement:
     """B against A from the rounds' log(B/A): faster, slower, same (inside 1 +- tolerance) or
-    inconclusive; done when decided or at max_rounds."""
+    inconclusive; done when decided or at max_rounds. `basis`: the note of `basis()` when the
+    figures are the corrected ones."""
     n = len(logs)
     mean, low, high = interval(logs, max_rounds, confidence, first)
     if mean is None:
@@ -189,12 +217,12 @@ def judge(logs: list[float], tolerance: float, max_rounds: int = MAX_ROUNDS, *, 
     note = _load_note(loads)
     if note:
         why = f"{why}; {note}" if why else note
-    return Judgement(verdict, math.exp(mean), None if low is None else math.exp(low),
-                     None if high is None else math.exp(high), n, done, why)
+    return on_basis(Judgement(verdict, math.exp(mean), None if low is None else math.exp(low),
+                              None if high is None else math.exp(high), n, done, why), basis)
 
 
 def side(logs: list[float], max_rounds: int = MAX_ROUNDS, *, loads: list[float] | None = None,
-         confidence: float = CONFIDENCE, first: int = FIRST_LOOK) -> Judgement:
+         confidence: float = CONFIDENCE, first: int = FIRST_LOOK, basis: str = "") -> Judgement:
     """A bisect midpoint from the rounds' log(mid / geometric middle of the ends): good when the
     interval lies wholly above 0 (mid nearer the good end), bad when wholly below, else
     inconclusive. Its ratio is mid over the ends' geometric middle."""
@@ -212,8 +240,8 @@ def side(logs: list[float], max_rounds: int = MAX_ROUNDS, *, loads: list[float] 
     note = _load_note(loads)
     if note:
         why = f"{why}; {note}" if why else note
-    return Judgement(verdict, math.exp(mean), None if low is None else math.exp(low),
-                     None if high is None else math.exp(high), n, done, why)
+    return on_basis(Judgement(verdict, math.exp(mean), None if low is None else math.exp(low),
+                              None if high is None else math.exp(high), n, done, why), basis)
 
 
 def log_ratios(a: list[float], b: list[float]) -> list[float]:
@@ -285,21 +313,21 @@ def _apart_loads(j: Judgement, loads_a: list | None, loads_b: list | None, class
 
 
 def apart(a: list[float], b: list[float], tolerance: float, *, loads_a: list | None = None,
-          loads_b: list | None = None, confidence: float = CONFIDENCE) -> Judgement:
+          loads_b: list | None = None, confidence: float = CONFIDENCE, basis: str = "") -> Judgement:
     """B against A from two sets of runs measured apart (`compare`, a baseline folder): each run
     one observation, Welch's interval of the mean log figures (one look at `confidence`):
     faster, slower, same or inconclusive; the interval widened by the factor the sides' load
     differed by, and inconclusive whatever the interval when that is load.APART or more, or a
     side has fewer than two runs."""
-    return _apart_loads(_unpaired(a, b, tolerance, confidence), loads_a, loads_b,
-                        lambda low, high: _band(math.log(low), math.log(high), tolerance))
+    return on_basis(_apart_loads(_unpaired(a, b, tolerance, confidence), loads_a, loads_b,
+                                 lambda low, high: _band(math.log(low), math.log(high), tolerance)), basis)
 
 
 GATE = {"faster": "pass", "same": "pass", "slower": "fail", "inconclusive": "inconclusive"}
 
 
 def apart_gate(base: list[float], runs: list[float], tolerance: float, *, loads_base: list | None = None,
-               loads_runs: list | None = None, confidence: float = CONFIDENCE) -> Judgement:
+               loads_runs: list | None = None, confidence: float = CONFIDENCE, basis: str = "") -> Judgement:
     """Runs against a baseline's runs (a results folder, measured apart): pass when B/A's
     interval lies wholly above 1 - tolerance, fail when wholly below it, else inconclusive; the
     loads and the run counts as `apart`."""
@@ -310,7 +338,8 @@ def apart_gate(base: list[float], runs: list[float], tolerance: float, *, loads_
             f"the interval of runs/baseline ({j.low:.3f}-{j.high:.3f}) straddles {1 - tolerance:.3g}"
     else:
         j.verdict = "inconclusive"
-    return _apart_loads(j, loads_base, loads_runs, lambda low, high: _within(low, high, 1 - tolerance, None))
+    return on_basis(_apart_loads(j, loads_base, loads_runs, lambda low, high: _within(low, high, 1 - tolerance, None)),
+                    basis)
 
 
 def _within(low: float, high: float, lower: float | None, upper: float | None) -> str:
@@ -323,20 +352,39 @@ def _within(low: float, high: float, lower: float | None, upper: float | None) -
     return "inconclusive"
 
 
+# The largest run-to-run spread measured (benchmarks/run_spread.py over benchmarks/recorded/, in
+# BENCHMARKS.md): runs of the default 10 windows of one job on a VM loaded 10-14x came out up to
+# 4.55x apart. One run's own interval, widened this many times each way, holds where another
+# run of the job could land: beyond it, one run decides against a fixed target.
+RUN_SPREAD = 4.6
+
+
 def target(values: list[float], lower: float | None, upper: float | None, *, loads: list | None = None,
-           confidence: float = CONFIDENCE) -> Judgement:
+           confidence: float = CONFIDENCE, one_run: tuple | None = None, basis: str = "") -> Judgement:
     """Runs against fixed bounds (a baseline file's target): Student's t interval of the runs'
     mean log figure, each run one observation (never its windows), one look at `confidence`;
-    pass, fail or inconclusive (the interval straddles a bound, or fewer than two runs: one run
-    cannot tell the job from the load of its moment). Its ratio is the figure over the bounds'
-    middle, its low/high the interval of the figure."""
+    pass, fail or inconclusive (the interval straddles a bound). One run is evidence too:
+    `one_run` is its own 95 % interval over its windows (low, high), widened RUN_SPREAD times
+    each way for the spread between runs that one run cannot show; without it (fewer than 3
+    windows), one run is inconclusive. Its ratio is the figure over the bounds' middle, its
+    low/high the interval of the figure."""
     logs = [math.log(x) for x in values if x and x > 0]
     if not logs:
-        return Judgement("inconclusive", None, None, None, 0, True, "no run finished", alternated=False)
+        return on_basis(Judgement("inconclusive", None, None, None, 0, True, "no run finished", alternated=False),
+                        basis)
     mean = statistics.fmean(logs)
     if len(logs) < 2:
-        return Judgement("inconclusive", math.exp(mean), None, None, 1, True,
-                         "1 run: two or more (--repeat) make an interval over runs", alternated=False)
+        low, high = one_run if one_run else (None, None)
+        if not low or not high or low <= 0:
+            return on_basis(Judgement("inconclusive", math.exp(mean), None, None, 1, True,
+                                      "1 run without an interval over its windows: --repeat 3 or more, or "
+                                      "two or more runs", alternated=False), basis)
+        low, high = low / RUN_SPREAD, high * RUN_SPREAD
+        verdict = _within(low, high, lower, upper)
+        why = "" if verdict != "inconclusive" else \
+            f"1 run: its interval widened {RUN_SPREAD:g}x each way for the spread between runs straddles a bound " \
+            f"(more runs narrow it)"
+        return on_basis(Judgement(verdict, math.exp(mean), low, high, 1, True, why, alternated=False), basis)
     half = t_quantile(1.0 - (1.0 - confidence) / 2.0, len(logs) - 1) * statistics.stdev(logs) / math.sqrt(len(logs))
     low, high = math.exp(mean - half), math.exp(mean + half)
     verdict = _within(low, high, lower, upper)
@@ -346,12 +394,12 @@ def target(values: list[float], lower: float | None, upper: float | None, *, loa
     note = _load_note(loads)
     if note:
         why = f"{why}; {note.replace('rounds', 'runs')}" if why else note.replace("rounds", "runs")
-    return Judgement(verdict, math.exp(mean), low, high, len(logs), True, why, alternated=False)
+    return on_basis(Judgement(verdict, math.exp(mean), low, high, len(logs), True, why, alternated=False), basis)
 
 
 def single_sided(new: list[float], recorded: float, tolerance: float, max_rounds: int = MAX_ROUNDS, *,
                  loads_new: list | None = None, load_recorded: float | None = None,
-                 confidence: float = CONFIDENCE, first: int = FIRST_LOOK) -> Judgement:
+                 confidence: float = CONFIDENCE, first: int = FIRST_LOOK, basis: str = "") -> Judgement:
     """New runs against one recorded run that cannot be measured again (`reproduce` without a
     second image): the recorded run is one draw with the new runs' spread, so the interval of
     log(mean new / recorded) is the t interval with se = sd x sqrt(1/n + 1) (a prediction
@@ -377,5 +425,5 @@ def single_sided(new: list[float], recorded: float, tolerance: float, max_rounds
         "--image with the original image alternates the two")
     j = Judgement(verdict, math.exp(mean), None if low is None else math.exp(low),
                   None if high is None else math.exp(high), n, done, why)
-    return _apart_loads(j, [load_recorded] if load_recorded is not None else [], loads_new,
-                        lambda low, high: _band(math.log(low), math.log(high), tolerance))
+    return on_basis(_apart_loads(j, [load_recorded] if load_recorded is not None else [], loads_new,
+                                 lambda low, high: _band(math.log(low), math.log(high), tolerance)), basis)

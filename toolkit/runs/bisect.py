@@ -249,19 +249,53 @@ def measure(step: Step, base: str | None, template: RunOptions, *, dataset: dict
     return step
 
 
+class Enough(Exception):
+    """--max-runs or --deadline reached before the next run: the search stops with the verdict
+    so far (`ends`, `middle`: the judgements of the stage it stopped in)."""
+
+    def __init__(self, why: str):
+        super().__init__(why)
+        self.ends: rounds_mod.Judgement | None = None
+        self.middle: rounds_mod.Judgement | None = None
+
+
+@dataclasses.dataclass
+class Budget:
+    """The runs and time a search may take (--max-runs, --deadline in minutes), shared by every
+    session of one command; checked before each run, never inside one."""
+    max_runs: int | None = None
+    deadline: float | None = None
+    ran: int = 0
+    started: float = dataclasses.field(default_factory=time.monotonic)
+
+    def check(self) -> None:
+        if self.max_runs is not None and self.ran >= self.max_runs:
+            raise Enough(f"--max-runs {self.max_runs} reached")
+        if self.deadline is not None and time.monotonic() - self.started >= self.deadline * 60:
+            raise Enough(f"--deadline {self.deadline:g} min reached")
+
+    def left(self) -> float | None:
+        """Seconds until the deadline (None without one)."""
+        return None if self.deadline is None else max(0.0, self.deadline * 60 - (time.monotonic() - self.started))
+
+
 class Rounds:
     """Measurements in rounds, each image's k-th in its NN-image[-roundK] folder, with a line per
-    figure as it lands (its round, load and an estimate of the time left)."""
+    figure as it lands (its round, load, the share of it spent waiting for a CPU and an estimate
+    of the time left)."""
 
-    def __init__(self, folder: Path, listed: list[tuple[str, str | None]], template: RunOptions, planned: int):
+    def __init__(self, folder: Path, listed: list[tuple[str, str | None]], template: RunOptions, planned: int,
+                 budget: Budget | None = None):
         self.folder, self.listed, self.template = folder, listed, template
         self.count: dict[int, int] = {}
         self.steps: list[Step] = []
         self.planned = planned          # the most runs still to come, updated by the caller
         self.dataset = dataset_identity(template)
+        self.budget = budget or Budget()
 
     def take(self, i: int, round_no: int, of: int) -> Step:
         image, base = self.listed[i]
+        self.budget.check()
         k = self.count.get(i, 0)
         self.count[i] = k + 1
         slot = self.folder / (_slug(i, image) + ("" if k == 0 else f"-round{k + 1}"))
@@ -270,13 +304,19 @@ class Rounds:
         except KeyboardInterrupt:    # between two steps' runs: the same word as within one
             raise _interrupted(image) from None
         self.steps.append(step)
+        self.budget.ran += 0 if step.reused else 1
         self.planned = max(0, self.planned - 1)
         ran = [s.seconds for s in self.steps if not s.reused]
-        left = "" if not ran or not self.planned else \
-            f"; at most ~{_duration(self.planned * sum(ran) / len(ran))} left"
-        ci = step.figure.get("ci95_pct")
+        most = None if not ran or not self.planned else self.planned * sum(ran) / len(ran)
+        if self.budget.max_runs is not None and ran:
+            most = min(most or 0.0, max(0, self.budget.max_runs - self.budget.ran) * sum(ran) / len(ran))
+        if self.budget.left() is not None and most is not None:
+            most = min(most, self.budget.left() or 0.0)
+        left = f"; at most ~{_duration(most)} left" if most else ""
+        ci, waited = step.figure.get("ci95_pct"), step.figure.get("contention")
         info(f"[round {round_no} of <={of}] {step.run_dir.name}: {step.figure['value']:,.3g}/s"
              + ("" if ci is None else f" +-{ci:.1f} %") + ("" if step.load is None else f", load {step.load:.1f}")
+             + ("" if waited is None or waited < rounds_mod.CONTENTION else f", {waited * 100:.0f} % waiting")
              + (" (read back)" if step.reused else f" ({step.seconds:.0f} s)") + left)
         return step
 
@@ -289,8 +329,14 @@ def _duration(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
 
 
-def _logs(table: list[dict[int, Step]], a: int, b: int) -> list[float]:
-    return rounds_mod.log_ratios([r[a].figure["value"] for r in table], [r[b].figure["value"] for r in table])
+def _basis(table: list[dict[int, Step]], members: list[int]) -> tuple[str, str]:
+    """The figure the rule judges these members' rounds on (wall or contention-corrected), and
+    the line that says so (rounds.basis): one basis for every side."""
+    return rounds_mod.basis([r[i].figure for r in table for i in members])
+
+
+def _logs(table: list[dict[int, Step]], a: int, b: int, key: str = "value") -> list[float]:
+    return rounds_mod.log_ratios([r[a].figure[key] for r in table], [r[b].figure[key] for r in table])
 
 
 def _loads(table: list[dict[int, Step]], members: list[int]) -> list[float]:
@@ -303,9 +349,9 @@ def _loads(table: list[dict[int, Step]], members: list[int]) -> list[float]:
     return out
 
 
-def _mid_logs(table: list[dict[int, Step]], g: int, m: int, b: int) -> list[float]:
+def _mid_logs(table: list[dict[int, Step]], g: int, m: int, b: int, key: str = "value") -> list[float]:
     """Per round log(mid / geometric middle of the ends)."""
-    return [math.log(r[m].figure["value"]) - (math.log(r[g].figure["value"]) + math.log(r[b].figure["value"])) / 2
+    return [math.log(r[m].figure[key]) - (math.log(r[g].figure[key]) + math.log(r[b].figure[key])) / 2
             for r in table]
 
 
@@ -411,7 +457,9 @@ def compare_images_command(opts: RunOptions, images: list[str] | None, bases: st
     for n in range(max_rounds):
         table.append(session.round(members, n, max_rounds))
         loads = _loads(table, members)
-        judged = {i: rounds_mod.judge(_logs(table, 0, i), tolerance, max_rounds, loads=loads) for i in members[1:]}
+        key, note = _basis(table, members)
+        judged = {i: rounds_mod.judge(_logs(table, 0, i, key), tolerance, max_rounds, loads=loads, basis=note)
+                  for i in members[1:]}
         if all(j.done for j in judged.values()):
             break
         session.planned = (max_rounds - n - 1) * len(members)
@@ -470,7 +518,8 @@ def _ci(h: dict) -> str:
 @dataclasses.dataclass
 class Search:
     """What bisect's rounds found: how it ended ("found"; "ends": the ends not decidedly apart,
-    nothing to bisect; "range": a midpoint undecided), the range lo..hi the evidence supports,
+    nothing to bisect; "range": a midpoint undecided; "stopped": --max-runs or --deadline before
+    an answer), the range lo..hi the evidence supports,
     the ends' judgement, the last one (the first slower against the last good, or the undecided
     midpoint's) and that midpoint."""
     how: str
@@ -479,6 +528,7 @@ class Search:
     ends: rounds_mod.Judgement
     last: rounds_mod.Judgement
     mid: int | None = None
+    stopped: str = ""       # "stopped": what stopped it (--max-runs, --deadline)
 
 
 def _stage(round_of, lo: int, mid: int | None, hi: int, tolerance: float, max_rounds: int, ends_too: bool):
@@ -496,12 +546,17 @@ def _stage(round_of, lo: int, mid: int | None, hi: int, tolerance: float, max_ro
     ends = middle = None
     members = [lo, hi] if mid is None else [lo, hi, mid] if ends_too else [lo, mid, hi]
     for n in range(max_rounds):
-        table.append(round_of(members, n, max_rounds))
+        try:
+            table.append(round_of(members, n, max_rounds))
+        except Enough as stop:      # the verdict so far goes with it
+            stop.ends, stop.middle = ends, middle
+            raise
         loads = _loads(table, members)
+        key, note = _basis(table, members)
         if ends_too and (ends is None or not ends.done):
-            ends = rounds_mod.judge(_logs(table, lo, hi), tolerance, max_rounds, loads=loads)
+            ends = rounds_mod.judge(_logs(table, lo, hi, key), tolerance, max_rounds, loads=loads, basis=note)
         if mid is not None and (middle is None or not middle.done):
-            middle = rounds_mod.side(_mid_logs(table, lo, mid, hi), max_rounds, loads=loads)
+            middle = rounds_mod.side(_mid_logs(table, lo, mid, hi, key), max_rounds, loads=loads, basis=note)
         if ends is not None and ends.done and ends.verdict != "slower":
             break     # nothing to bisect: a midpoint does not matter
         if (ends is None or ends.done) and (middle is None or middle.done):
@@ -514,26 +569,35 @@ def search(round_of, lo: int, hi: int, tolerance: float, max_rounds: int) -> Sea
     rounds_mod.order) and returns {index: Step}. The ends in rounds of their own until bad/good
     is decided; then each midpoint in rounds with the ends of its range; one it cannot place ends
     the search with the range that holds the first slower image."""
-    ends, _, table = _stage(round_of, lo, None, hi, tolerance, max_rounds, True)
+    try:
+        ends, _, table = _stage(round_of, lo, None, hi, tolerance, max_rounds, True)
+    except Enough as stop:      # the ends undecided: their judgement so far (none before a round)
+        ends = stop.ends or rounds_mod.judge([], tolerance, max_rounds)
+        return Search("stopped", lo, hi, ends, ends, stopped=str(stop))
     assert ends is not None
     if ends.verdict != "slower":
         return Search("ends", lo, hi, ends, ends)
     last = ends
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        _, middle, table = _stage(round_of, lo, mid, hi, tolerance, max_rounds, False)
+        try:
+            _, middle, table = _stage(round_of, lo, mid, hi, tolerance, max_rounds, False)
+        except Enough as stop:  # the range so far holds the first slower image
+            return Search("stopped", lo, hi, ends, stop.middle or last, mid, stopped=str(stop))
         assert middle is not None
+        key, note = _basis(table, [lo, mid, hi])
         if middle.verdict == "bad":
-            last, hi = rounds_mod.judge(_logs(table, lo, mid), tolerance, len(table)), mid
+            last, hi = rounds_mod.judge(_logs(table, lo, mid, key), tolerance, len(table), basis=note), mid
         elif middle.verdict == "good":
-            last, lo = rounds_mod.judge(_logs(table, mid, hi), tolerance, len(table)), mid
+            last, lo = rounds_mod.judge(_logs(table, mid, hi, key), tolerance, len(table), basis=note), mid
         else:
             return Search("range", lo, hi, ends, middle, mid)
     return Search("found", lo, hi, ends, last)
 
 
 def bisect_command(opts: RunOptions, good: str | None, bad: str | None, images: list[str] | None,
-                   bases: str | None, tolerance: float, rounds: int | None = None) -> int:
+                   bases: str | None, tolerance: float, rounds: int | None = None,
+                   budget: Budget | None = None) -> int:
     """Measure both ends in rounds, then halve the list, each midpoint judged in rounds against
     both ends of its range, until the first slower image is found (`search`); exit 0 with the answer, 1 when the ends are
     not decidedly apart or a midpoint stays inconclusive (then the range the evidence supports)."""
@@ -565,9 +629,13 @@ def bisect_command(opts: RunOptions, good: str | None, bad: str | None, images: 
     if not _check_first(template, listed[lo:hi + 1], folder):
         return 0
     steps = max(1, math.ceil(math.log2(hi - lo)))
-    session = Rounds(folder, listed, template, max_rounds * (2 + (3 * steps if hi - lo > 1 else 0)))
+    session = Rounds(folder, listed, template, max_rounds * (2 + (3 * steps if hi - lo > 1 else 0)), budget)
     found = search(session.round, lo, hi, tolerance, max_rounds)
     ends, lo, hi, last = found.ends, found.lo, found.hi, found.last
+    if found.how == "stopped":
+        out.print(escape(stopped_line(found, refs)))
+        _footer(session, started, folder)
+        return 1
     if found.how == "ends":
         said = {"same": "the same within the tolerance",
                 "inconclusive": "not decidedly apart"}.get(ends.verdict, ends.verdict)
@@ -584,11 +652,25 @@ def bisect_command(opts: RunOptions, good: str | None, bad: str | None, images: 
         _footer(session, started, folder)
         return 1
     out.print(f"first slower: {escape(refs[hi])} ({last.pct()}), last good: {escape(refs[lo])}")
+    if last.basis:
+        out.print(escape(last.basis))
     at = {s.index: s for s in session.steps}
     changes = changed_facts(at[lo], at[hi])
     out.print("what changed: " + (escape("; ".join(changes)) if changes else "none of " + ", ".join(FACTS)))
     _footer(session, started, folder)
     return 0
+
+
+def stopped_line(found: Search, refs: list[str]) -> str:
+    """What a search stopped by --max-runs or --deadline had found: the ends' verdict so far, or
+    the range that holds the first slower image."""
+    if found.ends.verdict != "slower":
+        return (f"stopped ({found.stopped}) before the ends were decided: {refs[found.hi]} vs {refs[found.lo]} "
+                f"{found.ends.pct()} so far, {found.ends.verdict} after {found.ends.rounds} rounds"
+                + (f"; {found.ends.why}" if found.ends.why else ""))
+    return (f"stopped ({found.stopped}): {refs[found.hi]} is slower than {refs[found.lo]} ({found.ends.pct()}); "
+            f"the first slower image is after {refs[found.lo]}, up to {refs[found.hi]}"
+            + (f" ({refs[found.mid]} undecided so far)" if found.mid is not None else ""))
 
 
 def _footer(session: Rounds, started: float, folder: Path) -> None:

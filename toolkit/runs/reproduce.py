@@ -202,12 +202,18 @@ def reproduce_command(result: Path, *, runtime: str | None, image: str | None, r
                 return code or 1
             figures[side].append(numbers.run_headline(new)["value"])
             runs[side].append(new)
+        # wall or contention-corrected figures, one basis for every run judged (the recorded one too)
+        heads = {k: [numbers.run_headline(r) for r in v] for k, v in runs.items()}
         if "original" in sides:     # alternated: paired rounds
-            j = rounds_mod.judge(rounds_mod.log_ratios(figures["original"], figures["new"]), tolerance, max_rounds,
-                                 loads=load_mod.of_runs(runs["new"] + runs["original"]))
+            key, note = rounds_mod.basis(heads["original"] + heads["new"])
+            j = rounds_mod.judge(rounds_mod.log_ratios([h[key] for h in heads["original"]],
+                                                       [h[key] for h in heads["new"]]), tolerance, max_rounds,
+                                 loads=load_mod.of_runs(runs["new"] + runs["original"]), basis=note)
         else:                       # measured apart from the recorded run: its load compared
-            j = rounds_mod.single_sided(figures["new"], old or 0.0, tolerance, max_rounds,
-                                        loads_new=load_mod.of_runs(runs["new"]), load_recorded=then)
+            recorded = numbers.run_headline(data)
+            key, note = rounds_mod.basis([recorded] + heads["new"])
+            j = rounds_mod.single_sided([h[key] for h in heads["new"]], recorded[key] or 0.0, tolerance, max_rounds,
+                                        loads_new=load_mod.of_runs(runs["new"]), load_recorded=then, basis=note)
         if j.done:
             break
     assert j is not None
@@ -226,6 +232,8 @@ def reproduce_command(result: Path, *, runtime: str | None, image: str | None, r
              "faster": f"not reproduced: the new runs are faster by more than {tolerance:.0%}",
              "slower": f"not reproduced: the new runs are slower by more than {tolerance:.0%}",
              "inconclusive": f"inconclusive: {j.why}"}
+    if j.basis and j.verdict != "inconclusive":
+        out.print(j.basis, markup=False)
     out.print(f"verdict: {words[j.verdict]}" + (
         " (single-sided, not alternated: the recorded run cannot be measured again and counts as one "
         f"run with the new runs' spread; its load then {'unknown' if then is None else f'{then:.1f}'})" if single else
