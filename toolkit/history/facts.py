@@ -3,13 +3,13 @@ and the facts queries filter on, read from the result's manifest and system sect
 from __future__ import annotations
 
 import hashlib
-
-from dnnbench.results.naming import image_digest
 import json
 import os
 import re
 from datetime import datetime, timezone
 from pathlib import Path
+
+from dnnbench.results.naming import image_digest
 
 
 FACTS = ("pytorch", "cuda", "cudnn", "nccl", "driver")
