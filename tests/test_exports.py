@@ -317,6 +317,14 @@ def test_a_push_url_that_is_no_url_is_refused_before_anything(url, tmp_path):
     assert not (tmp_path / "r.md").exists()
 
 
+@pytest.mark.parametrize("url", ["http://ci:s3cret@gateway:9091", "https://s3cret@gateway/x",
+                                 "http://ci:s3cret@gate way", "http://a@b@s3cret@gateway:9091/"])
+def test_a_push_url_with_a_password_is_refused_without_showing_it(url, tmp_path):
+    code, _, err = cli_inprocess("report", FIXTURE, "-o", tmp_path / "r.md", "--push", url)
+    assert code == 2 and err.startswith("error: ") and len(err.splitlines()) == 1, err
+    assert "s3cret" not in err and "***@" in err and not (tmp_path / "r.md").exists()
+
+
 def test_a_bad_push_url_from_the_real_entry_point(tmp_path):
     res = dnnbench("history", "changes", "--push", "gateway:9091", "--db", tmp_path / "h.db")
     assert res.returncode == 2 and res.stderr.startswith("error: Invalid value for '--push'") and \
