@@ -171,6 +171,26 @@ def write(folder: Path) -> list[Path]:
     return written
 
 
+def main(argv: list[str] | None = None) -> int:
+    """`python -m dnnbench.cli.reference [DIR]`: --help explains, a folder that cannot be made
+    or written is one line and exit 2 (never a folder named after a mistyped option)."""
+    import argparse
+    parser = argparse.ArgumentParser(prog="python -m dnnbench.cli.reference",
+                                     description="Write the reference pages (" + ", ".join(PAGES) + ") "
+                                                 "into DIR, from the code itself.")
+    parser.add_argument("dir", nargs="?", default="docs/reference", metavar="DIR",
+                        help="the folder to write them into (default: docs/reference, from here)")
+    folder = parser.parse_args(argv).dir
+    if folder.startswith("-"):
+        parser.error(f"unknown option {folder!r}")
+    try:
+        for p in write(Path(folder)):
+            print(p)
+    except OSError as exc:
+        print(f"error: cannot write the reference into {folder}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
 if __name__ == "__main__":
-    for p in write(Path(sys.argv[1] if len(sys.argv) > 1 else "docs/reference")):
-        print(p)
+    sys.exit(main())
