@@ -128,6 +128,9 @@ def test_job_throughput_comes_from_the_history_store(tmp_path):
     by = {p["batch_size"]: p for p in json.loads(res.stdout)["plan"]}
     assert by[4]["throughput"]["source"] == "job resnet18-bs4" and by[64]["throughput"]["n"] >= 1
     assert by[4]["basis"] == "below" and by[4]["time_s"] > 0
+    # resnet18's speed is not MLPerf resnet's (a ResNet-50): planned, and said once per job
+    unlike = [line for line in res.stderr.splitlines() if "does not train MLPerf's resnet (resnet50 does)" in line]
+    assert len(unlike) == 2 and unlike[0].startswith("warning: --job: job resnet18-bs"), res.stderr
 
 
 @pytest.mark.parametrize("args, fragments", [
