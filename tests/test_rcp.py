@@ -166,3 +166,23 @@ def test_any_input_is_a_plan_or_one_line(benchmark, sizes, rates):
         assert len([ln for ln in res.stderr.splitlines() if ln.startswith("error:")]) == 1, res.stderr
     else:
         assert json.loads(res.stdout)["plan"]
+
+
+def test_the_rcp_checkers_own_log_lines_never_reach_the_screen(tmp_path):
+    """mlperf-logging's rcp_checker warns through the root logger ("WARNING:root: Run incomplete
+    or did not converge"); in a process of its own (no pytest handler on the root logger) a run
+    that did not converge is dnnbench's one line only."""
+    import subprocess
+    import sys
+    log = tmp_path / "mlperf_log.txt"
+    events = [("POINT_IN_TIME", "submission_benchmark", "resnet", {}), ("POINT_IN_TIME", "global_batch_size", 4, {}),
+              ("INTERVAL_START", "run_start", None, {}), ("POINT_IN_TIME", "eval_accuracy", 0.5, {"epoch_num": 1}),
+              ("INTERVAL_END", "run_stop", None, {"status": "aborted"})]
+    log.write_text("".join(":::MLLOG " + json.dumps({"namespace": "", "time_ms": 1000 + i, "event_type": kind,
+                                                       "key": key, "value": value, "metadata": meta}) + "\n"
+                           for i, (kind, key, value, meta) in enumerate(events)))
+    code = ("import sys; from dnnbench.results import mlperf; "
+            "print(mlperf.rcp_standing(open(sys.argv[1]).read())['standing'])")
+    res = subprocess.run([sys.executable, "-c", code, str(log)], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0 and res.stdout.strip() == "not converged", res.stderr
+    assert res.stderr == ""

@@ -173,7 +173,8 @@ def rcp_standing(text: str, ruleset: str = RULESET) -> dict | None:
         copy = Path(tmp) / "result_0.txt"
         fileio.write_atomic_text(str(copy), text)
         try:
-            not_converged, epochs, bs, benchmark = rcp_checker.read_submission_file(str(copy), ruleset, False)
+            with rcp.quiet():
+                not_converged, epochs, bs, benchmark = rcp_checker.read_submission_file(str(copy), ruleset, False)
         except (ValueError, KeyError, TypeError):   # a record it cannot read: the checker names it
             return None
     if benchmark is None or benchmark not in rcp.benchmarks(ruleset) or not isinstance(bs, int) or bs <= 0:
@@ -363,7 +364,8 @@ def rcp_check(run_dirs: list[Path], good: list[dict], benchmark: str | None) -> 
     with tempfile.TemporaryDirectory(prefix="dnnbench-rcp-") as tmp:
         for i, r in enumerate(good):
             fileio.write_atomic_text(str(Path(tmp) / f"result_{i}.txt"), read_log(by_name[r["run"]]))
-        ok, message, norm = rcp_checker.check_directory(tmp, USAGE, RULESET, False, False, rcp_pass=rcp.PASS)
+        with rcp.quiet():
+            ok, message, norm = rcp_checker.check_directory(tmp, USAGE, RULESET, False, False, rcp_pass=rcp.PASS)
     return (f"{'pass' if ok else 'fail'}: {message}" + (f" (score x {norm:.3f})" if ok and norm and norm != 1 else "")
             + f"; {what}")
 
