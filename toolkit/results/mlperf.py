@@ -236,8 +236,10 @@ def show(run: str, block: dict) -> None:
 def check_command(runs: list[Path], ruleset: str = RULESET) -> int:
     """`dnnbench mlperf check RUN...`: 0 when every log passes, 1 when one fails or is unchecked."""
     code = 0
-    for run in runs:
-        run_dir = run.parent if run.name in (schema.RESULT_FILE, LOG_FILE) else run
+    run_dirs = [run.parent if run.name in (schema.RESULT_FILE, LOG_FILE) else run for run in runs]
+    for run_dir in run_dirs:      # a folder that holds no run refuses the command before any is checked
+        read_log(run_dir)
+    for run_dir in run_dirs:
         block = check(run_dir, ruleset)
         record(run_dir, block)
         show(str(run_dir), block)
