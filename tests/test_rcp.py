@@ -94,6 +94,16 @@ def test_plan_resnet_prints_the_rcp_epochs_in_80_columns():
     assert max(len(ln) for ln in res.stdout.splitlines()) <= 80, res.stdout
 
 
+@pytest.mark.parametrize("benchmark, rate, says", [
+    ("resnet", "1632=2600", "minutes = mean x 1,281,167 samples / items/s"),
+    ("llama2_70b_lora", "8=1.5", "minutes = mean samples / items/s"),   # counted in samples: no "x 1"
+])
+def test_the_plan_says_how_its_minutes_are_made(benchmark, rate, says):
+    res = plan(benchmark, "--throughput", rate)
+    assert res.returncode == 0 and says in " ".join(res.stdout.split()), res.stdout
+    assert "x 1 /" not in res.stdout
+
+
 def test_a_dnnbench_workload_name_is_its_mlperf_benchmark():
     res = plan("resnet50", "--ruleset", "4.0.0", "--format", "json")
     assert res.returncode == 0 and json.loads(res.stdout)["benchmark"] == "resnet"

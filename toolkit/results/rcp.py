@@ -320,5 +320,5 @@ def show(result: dict) -> None:
             out.print(f"no time: give --samples-per-epoch (the {result['benchmark']} training set's size)",
                       markup=False)
         else:
-            out.print("minutes = mean x " + (f"{per:,} samples / items/s" if per else "1 / items/s")
+            out.print(("minutes = mean x " + f"{per:,} samples / items/s" if per else "minutes = mean samples / items/s")
                       + "; band: mean -+ the RCP's stdev over the throughput's 95 % CI.", markup=False)
