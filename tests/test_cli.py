@@ -13,6 +13,31 @@ def test_help_lists_commands():
     assert "--gpus" in run_help and "read-only" in run_help
 
 
+def _groups():
+    import typer
+
+    from dnnbench.cli import app
+
+    def walk(cmd, path):       # typer vendors click: a group is what has commands
+        if hasattr(cmd, "commands"):
+            if getattr(cmd, "no_args_is_help", False):      # `history` alone lists the history
+                yield path
+            for name, sub in cmd.commands.items():
+                yield from walk(sub, [*path, name])
+    return list(walk(typer.main.get_command(app), []))
+
+
+@pytest.mark.parametrize("group", _groups(), ids=lambda g: " ".join(["dnnbench", *g]))
+def test_a_group_called_bare_prints_its_help_as_help(group):
+    """`dnnbench` or `dnnbench refs` alone: the help, line by line (click 8.2 hands it over as an
+    error, which came out as one `error:` line full of \\n)."""
+    from tests.helpers import cli_inprocess
+    code, out, err = cli_inprocess(*group)
+    text = out + err
+    assert code == 2 and "\\n" not in text and not text.startswith("error:"), text[:300]
+    assert text.startswith(f"Usage: {' '.join(['dnnbench', *group])} ") and "\nCommands:\n" in text, text[:300]
+
+
 def test_bases_table():
     res = dnnbench("bases", check=0)
     assert "ngc-21.07" in res.stdout and "rocm-6.0.2" in res.stdout and "powerai-1.6.2" in res.stdout

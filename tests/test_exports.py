@@ -317,6 +317,30 @@ def test_a_push_url_that_is_no_url_is_refused_before_anything(url, tmp_path):
     assert not (tmp_path / "r.md").exists()
 
 
+@pytest.mark.parametrize("url", ["http://ci:s3cret@gateway:9091", "https://s3cret@gateway/x",
+                                 "http://ci:s3cret@gate way", "http://a@b@s3cret@gateway:9091/"])
+def test_a_push_url_with_a_password_is_refused_without_showing_it(url, tmp_path):
+    code, _, err = cli_inprocess("report", FIXTURE, "-o", tmp_path / "r.md", "--push", url)
+    assert code == 2 and err.startswith("error: ") and len(err.splitlines()) == 1, err
+    assert "s3cret" not in err and "***@" in err and not (tmp_path / "r.md").exists()
+
+
+@pytest.mark.parametrize("command", ["report", "suite"])
+@pytest.mark.parametrize("target", ["folder", "under-a-file", "empty"])
+def test_a_junit_file_that_cannot_be_written_is_refused_before_anything(command, target, tmp_path):
+    """--junit is checked as it is parsed: no report written, no suite started (a suite of hours
+    used to run whole, then end in "cannot write" and exit 2)."""
+    (tmp_path / "a-file").write_text("")
+    junit_path = {"folder": tmp_path, "under-a-file": tmp_path / "a-file" / "j.xml", "empty": ""}[target]
+    suite = tmp_path / "s.yaml"
+    suite.write_text("name: s\ndefaults: {runtime: host}\njobs:\n  - {workload: resnet18, batch_size: 2}\n")
+    args = (["report", FIXTURE, "-o", tmp_path / "r.md"] if command == "report"
+            else ["suite", "run", suite, "--results", tmp_path / "results"])
+    code, _, err = cli_inprocess(*args, "--junit", junit_path)
+    assert code == 2 and err.startswith("error: Invalid value for '--junit'") and len(err.splitlines()) == 1, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file", "s.yaml"]
+
+
 def test_a_bad_push_url_from_the_real_entry_point(tmp_path):
     res = dnnbench("history", "changes", "--push", "gateway:9091", "--db", tmp_path / "h.db")
     assert res.returncode == 2 and res.stderr.startswith("error: Invalid value for '--push'") and \

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from dnnbench.results import mlperf
 from dnnbench.datasets.digits import write_digits
-from tests.helpers import EVERY_STEP, at_step, dnnbench, one_line_error, until_line
+from tests.helpers import EVERY_STEP, at_step, cli_inprocess, dnnbench, one_line_error, until_line
 
 pytest.importorskip("sklearn")
 pytest.importorskip("mlperf_logging")
@@ -181,6 +181,19 @@ def test_check_without_a_log_is_one_line(tmp_path):
     """A folder with no training run in it: said so, not "install mlperf-logging" (it is here)."""
     line = one_line_error(dnnbench("mlperf", "check", tmp_path), "holds no training run", "no mlperf_log.txt")
     assert "pip install" not in line
+
+
+def test_check_refuses_a_folder_without_a_run_before_checking_any(tmp_path):
+    """`mlperf check A B` where B holds no run: one line, exit 2, and A neither checked nor
+    recorded (not half of the command done)."""
+    run = tmp_path / "a"
+    run.mkdir()
+    (run / "mlperf_log.txt").write_text(':::MLLOG {"namespace": "", "time_ms": 1, "event_type": "POINT_IN_TIME", '
+                                        '"key": "submission_benchmark", "value": "resnet", "metadata": {}}\n')
+    (tmp_path / "b").mkdir()
+    code, out, err = cli_inprocess("mlperf", "check", run, tmp_path / "b")
+    assert code == 2 and err.startswith("error: ") and "b holds no training run" in err and len(err.splitlines()) == 1
+    assert out == "" and sorted(p.name for p in run.iterdir()) == ["mlperf_log.txt"]
 
 
 # ---- scores: dnnbench's olympic mean against mlperf-logging's result_summarizer ----

@@ -94,6 +94,16 @@ def test_plan_resnet_prints_the_rcp_epochs_in_80_columns():
     assert max(len(ln) for ln in res.stdout.splitlines()) <= 80, res.stdout
 
 
+@pytest.mark.parametrize("benchmark, rate, says", [
+    ("resnet", "1632=2600", "minutes = mean x 1,281,167 samples / items/s"),
+    ("llama2_70b_lora", "8=1.5", "minutes = mean samples / items/s"),   # counted in samples: no "x 1"
+])
+def test_the_plan_says_how_its_minutes_are_made(benchmark, rate, says):
+    res = plan(benchmark, "--throughput", rate)
+    assert res.returncode == 0 and says in " ".join(res.stdout.split()), res.stdout
+    assert "x 1 /" not in res.stdout
+
+
 def test_a_dnnbench_workload_name_is_its_mlperf_benchmark():
     res = plan("resnet50", "--ruleset", "4.0.0", "--format", "json")
     assert res.returncode == 0 and json.loads(res.stdout)["benchmark"] == "resnet"
@@ -128,6 +138,9 @@ def test_job_throughput_comes_from_the_history_store(tmp_path):
     by = {p["batch_size"]: p for p in json.loads(res.stdout)["plan"]}
     assert by[4]["throughput"]["source"] == "job resnet18-bs4" and by[64]["throughput"]["n"] >= 1
     assert by[4]["basis"] == "below" and by[4]["time_s"] > 0
+    # resnet18's speed is not MLPerf resnet's (a ResNet-50): planned, and said once per job
+    unlike = [line for line in res.stderr.splitlines() if "does not train MLPerf's resnet (resnet50 does)" in line]
+    assert len(unlike) == 2 and unlike[0].startswith("warning: --job: job resnet18-bs"), res.stderr
 
 
 @pytest.mark.parametrize("args, fragments", [
@@ -163,3 +176,23 @@ def test_any_input_is_a_plan_or_one_line(benchmark, sizes, rates):
         assert len([ln for ln in res.stderr.splitlines() if ln.startswith("error:")]) == 1, res.stderr
     else:
         assert json.loads(res.stdout)["plan"]
+
+
+def test_the_rcp_checkers_own_log_lines_never_reach_the_screen(tmp_path):
+    """mlperf-logging's rcp_checker warns through the root logger ("WARNING:root: Run incomplete
+    or did not converge"); in a process of its own (no pytest handler on the root logger) a run
+    that did not converge is dnnbench's one line only."""
+    import subprocess
+    import sys
+    log = tmp_path / "mlperf_log.txt"
+    events = [("POINT_IN_TIME", "submission_benchmark", "resnet", {}), ("POINT_IN_TIME", "global_batch_size", 4, {}),
+              ("INTERVAL_START", "run_start", None, {}), ("POINT_IN_TIME", "eval_accuracy", 0.5, {"epoch_num": 1}),
+              ("INTERVAL_END", "run_stop", None, {"status": "aborted"})]
+    log.write_text("".join(":::MLLOG " + json.dumps({"namespace": "", "time_ms": 1000 + i, "event_type": kind,
+                                                       "key": key, "value": value, "metadata": meta}) + "\n"
+                           for i, (kind, key, value, meta) in enumerate(events)))
+    code = ("import sys; from dnnbench.results import mlperf; "
+            "print(mlperf.rcp_standing(open(sys.argv[1]).read())['standing'])")
+    res = subprocess.run([sys.executable, "-c", code, str(log)], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0 and res.stdout.strip() == "not converged", res.stderr
+    assert res.stderr == ""

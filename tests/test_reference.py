@@ -32,6 +32,9 @@ def test_every_command_and_table_entry_is_in_the_reference():
     tables = (ROOT / "docs" / "reference" / "tables.md").read_text()
     for name in [*ENGINES, *KINDS, *WORKLOADS]:
         assert f"| `{name}` |" in tables
+    for name in [*ENGINES, *KINDS]:            # each says what it is (its last cell)
+        row = next(line for line in tables.splitlines() if line.startswith(f"| `{name}` |"))
+        assert not row.endswith("|  |"), row
 
 
 def test_the_docs_site_builds_strict(tmp_path):
@@ -39,3 +42,19 @@ def test_the_docs_site_builds_strict(tmp_path):
                           "-d", str(tmp_path / "site")], capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr[-2000:]
     assert (tmp_path / "site" / "reference" / "cli" / "index.html").is_file()
+
+
+def test_the_writer_explains_itself_and_refuses_a_folder_it_cannot_make(tmp_path, monkeypatch, capsys):
+    import pytest
+
+    from dnnbench.cli import reference
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as done:
+        reference.main(["--help"])
+    assert done.value.code == 0 and "DIR" in capsys.readouterr().out
+    assert list(tmp_path.iterdir()) == []              # no folder named --help, no docs/ written here
+    (tmp_path / "a-file").write_text("")
+    assert reference.main([str(tmp_path / "a-file" / "ref")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: cannot write the reference into ") and len(err.splitlines()) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]

@@ -298,3 +298,13 @@ def test_every_setting_and_figure_is_documented():
     source = (ROOT / "toolkit" / "reframe" / "library.py").read_text()
     figures = {"throughput", "throughput_ci95_low", "throughput_ci95_high", "time_to_target", "best"}
     assert all(f'"{name}"' in source and f"`{name}`" in text for name in figures)
+
+
+def test_the_checks_folder_command_prints_the_folder_and_explains_itself():
+    run = [sys.executable, "-m", "dnnbench.reframe"]
+    plain = subprocess.run(run, capture_output=True, text=True, timeout=60)
+    assert plain.returncode == 0 and plain.stdout.strip() == str(CHECKS) and plain.stderr == ""
+    told = subprocess.run([*run, "--help"], capture_output=True, text=True, timeout=60)
+    assert told.returncode == 0 and "reframe -c" in told.stdout and str(CHECKS) not in told.stdout
+    wrong = subprocess.run([*run, "smoke"], capture_output=True, text=True, timeout=60)
+    assert wrong.returncode == 2 and wrong.stdout == "" and wrong.stderr.startswith("error: ")

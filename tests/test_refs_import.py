@@ -139,6 +139,9 @@ def test_list_table_fits_80_columns(db):
     code, out, _ = cli_inprocess("refs", "list", env={"COLUMNS": "80"})
     lines = out.splitlines()
     assert code == 0 and max(len(line) for line in lines) <= 80 and any("2,616.0" in line for line in lines)
+    # minutes to train and images/s share the value column: each row keeps its unit at 80 columns
+    assert any("2,616.0" in line and "images/s" in line for line in lines), out
+    assert any(line.startswith("rgat") and "minutes" in line for line in lines), out
 
 
 # -- bad input: one line naming the file and why, exit 1, nothing of that file imported ---------

@@ -111,6 +111,17 @@ def test_an_unknown_gpu_matches_nothing_and_says_why(db, tmp_path):
     assert code == 0 and "none measured the same (nearest, not compared)" in out and " % above" not in out
 
 
+def test_a_cpu_result_is_told_apart_from_every_gpu_in_words(db, tmp_path):
+    result = refs_results.write(tmp_path, 0.77, count=0, amp="none", batch=2)
+    data = json.loads(result.read_text())
+    data["world_size"] = 1                      # one process, on the CPU
+    result.write_text(json.dumps(data))
+    block = peers(result)
+    differs = [d for r in block["nearest"] for d in r["differs"]]
+    assert block["matched"] == [] and "A100 80GB SXM4 vs no GPU (CPU)" in differs and "1 vs no GPUs" in differs
+    assert not any("None" in d or "alias table" in d for d in differs), differs
+
+
 def test_where_nothing_matches_the_nearest_say_what_differs(tmp_path, monkeypatch):
     monkeypatch.setenv("DNNBENCH_DB", str(tmp_path / "milabench.db"))
     assert cli_inprocess("refs", "import", MILABENCH, "--gpu", "H100 80GB SXM5")[0] == 0

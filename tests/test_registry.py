@@ -42,6 +42,17 @@ def test_an_engine_alias_taken_by_another_engine_is_refused():
     assert "bare" not in ENGINES and ENGINES.lookup("apptainer").name == "singularity"
 
 
+@pytest.mark.parametrize("name, aliases", [("podman", "pod"), ("Docker", ()), ("pod man", ()), ("--x", ()),
+                                           ("podman", ("",)), ("podman", ("ok", 3)), ("", ())])
+def test_an_engine_name_no_user_can_type_after_runtime_fails_when_defined(name, aliases):
+    from dnnbench.containers.engines import ENGINES
+    from dnnbench.containers.engines.host_engine import Host
+    before = dict(ENGINES)
+    with pytest.raises(TypeError, match="--runtime name|tuple of names"):
+        type("Odd", (Host,), {"name": name, "aliases": aliases})
+    assert dict(ENGINES) == before and ENGINES.lookup("p") is None
+
+
 def test_an_engine_missing_what_every_engine_says_cannot_be_made():
     from dnnbench.containers.engines.common import Engine
 

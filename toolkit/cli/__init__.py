@@ -138,6 +138,9 @@ def main() -> None:
     except Exception as exc:
         # click's usage errors (typer vendors click, so match its API rather than its class):
         # one `error:` line naming the command's --help, like every other bad input
+        if type(exc).__name__ == "NoArgsIsHelpError":   # a group called bare (click 8.2+): its help, as help
+            err.print(visible(getattr(exc, "format_message")()), markup=False, highlight=False, soft_wrap=True)
+            sys.exit(getattr(exc, "exit_code", 2))
         if hasattr(exc, "format_message") and hasattr(exc, "exit_code"):
             message = exc.format_message().replace("Value error, ", "")
             if message:  # no message: a group called bare, whose help is already printed

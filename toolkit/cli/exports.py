@@ -20,5 +20,17 @@ def check_push(value: Optional[str]) -> Optional[str]:
         raise typer.BadParameter(str(exc).split(" ", 1)[1]) from None
 
 
-JUNIT = typer.Option(None, "--junit", help=JUNIT_HELP)
+def check_junit(value):
+    """--junit FILE checked as it is parsed: before a report is written or a suite starts."""
+    from dnnbench.errors import DnnbenchError
+    from dnnbench.exports.junit import check_target
+    if value is not None:
+        try:
+            check_target(value)
+        except DnnbenchError as exc:
+            raise typer.BadParameter(str(exc)) from None
+    return value
+
+
+JUNIT = typer.Option(None, "--junit", callback=check_junit, help=JUNIT_HELP)
 PUSH = typer.Option(None, "--push", callback=check_push, help=PUSH_HELP)

@@ -17,7 +17,8 @@ def check(runs: List[Path] = typer.Argument(..., help="Run folders of `dnnbench 
     mlperf_log.txt, record its verdict and messages in result.json (`mlperf`) and print them.
     A resumed run's log has one segment per start and fails the checker, which accepts one
     uninterrupted run. Also says where the run's epochs to converge stand against the RCP at its
-    global batch size (too fast, within, slower; docs/mlperf.md). Exit 1 when a log fails."""
+    global batch size (too fast, within, slower; docs/mlperf.md). Exit 1 when a log fails; 2 when a
+    folder holds no training run (one line; none of the runs checked)."""
     from dnnbench.results.mlperf import check_command
     raise typer.Exit(check_command(runs))
 

@@ -14,6 +14,13 @@ def _cell(text) -> str:
     return " ".join(str(text if text is not None else "").split()).replace("|", "\\|")
 
 
+def _what(entry) -> str:
+    """An extension's description: its class's docstring, else its module's (an engine module
+    defines one class and says what it is at its top), first paragraph."""
+    doc = type(entry).__doc__ or sys.modules[type(entry).__module__].__doc__ or ""
+    return doc.strip().split("\n\n")[0]
+
+
 def _table(head: list[str], rows: list[list]) -> str:
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
@@ -84,11 +91,11 @@ def tables_page() -> str:
     out += ["## Engines (`--runtime`)\n", _table(
         ["engine", "aliases", "runs in an image", "Slurm steps", "what it is"],
         [[f"`{e.name}`", ", ".join(e.aliases), "yes" if e.contained else "no", "yes" if e.slurm else "no",
-          (type(e).__doc__ or "").strip().split("\n\n")[0]] for e in ENGINES.values()])]
+          _what(e)] for e in ENGINES.values()])]
     out += ["## Job kinds\n", _table(
         ["kind", "requeued by a scheduler", "resumes", "what it is"],
         [[f"`{k.name}`", "yes" if k.requeues else "no", "yes" if k.resumes else "no",
-          (type(k).__doc__ or "").strip().split("\n\n")[0]] for k in KINDS.values()])]
+          _what(k)] for k in KINDS.values()])]
     out += ["## Schedulers\n", _table(
         ["scheduler", "job script", "submits with"],
         [[f"`{s.name}`", f"`{s.script}`", f"`{s.submit_command}`"] for s in SCHEDULERS.values()])]
@@ -171,6 +178,26 @@ def write(folder: Path) -> list[Path]:
     return written
 
 
+def main(argv: list[str] | None = None) -> int:
+    """`python -m dnnbench.cli.reference [DIR]`: --help explains, a folder that cannot be made
+    or written is one line and exit 2 (never a folder named after a mistyped option)."""
+    import argparse
+    parser = argparse.ArgumentParser(prog="python -m dnnbench.cli.reference",
+                                     description="Write the reference pages (" + ", ".join(PAGES) + ") "
+                                                 "into DIR, from the code itself.")
+    parser.add_argument("dir", nargs="?", default="docs/reference", metavar="DIR",
+                        help="the folder to write them into (default: docs/reference, from here)")
+    folder = parser.parse_args(argv).dir
+    if folder.startswith("-"):
+        parser.error(f"unknown option {folder!r}")
+    try:
+        for p in write(Path(folder)):
+            print(p)
+    except OSError as exc:
+        print(f"error: cannot write the reference into {folder}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
 if __name__ == "__main__":
-    for p in write(Path(sys.argv[1] if len(sys.argv) > 1 else "docs/reference")):
-        print(p)
+    sys.exit(main())

@@ -9,7 +9,7 @@ import typer
 from dnnbench.console import WIDE_HELP
 
 from dnnbench.cli.harness_options import in_range
-from dnnbench.cli.exports import JUNIT_HELP, PUSH_HELP, check_push
+from dnnbench.cli.exports import JUNIT, PUSH_HELP, check_push
 from dnnbench.results.formats import FORMATS
 from dnnbench.workloads.options import BY_NAME
 
@@ -26,7 +26,7 @@ def report(
     wide: bool = typer.Option(False, "--wide", help=WIDE_HELP),
     strict: bool = typer.Option(False, "--strict", help="Fail (exit 2) when any result file is skipped as "
                                                          "unreadable; without it each is named on stderr."),
-    junit: Optional[Path] = typer.Option(None, "--junit", help=JUNIT_HELP),
+    junit: Optional[Path] = JUNIT,
     push: Optional[str] = typer.Option(None, "--push", callback=check_push, help=PUSH_HELP),
 ):
     """Throughput per job from raw result files: items over seconds summed over every timed window

@@ -65,6 +65,26 @@ def render(suites: dict[str, list[dict]]) -> str:
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
 
 
+def check_target(path) -> None:
+    """Where --junit will write, checked before the command's work (a suite of hours must not end
+    in "cannot write"): nothing there but a file, under a folder that is one or can be made."""
+    import os
+    from pathlib import Path
+
+    from dnnbench.errors import DnnbenchError
+    from dnnbench.workloads import fileio
+    for parent in Path(path).absolute().parents:      # the nearest that exists must be a folder
+        if os.path.lexists(parent):
+            if not os.path.isdir(parent):
+                raise DnnbenchError(f"{str(path)!r}: {parent} is {fileio.kind_at(str(parent))}, not a folder")
+            if not os.access(parent, os.W_OK | os.X_OK):
+                raise DnnbenchError(f"{str(path)!r}: cannot write in {parent}")
+            break
+    kind = fileio.kind_at(str(path))
+    if kind not in ("missing", "a regular file", "a symbolic link"):
+        raise DnnbenchError(f"{str(path)!r}: {kind} is there, not a file")
+
+
 def write(path, suites: dict[str, list[dict]]) -> None:
     """The XML written whole (atomically) to `path`; one error line when it cannot be."""
     from pathlib import Path

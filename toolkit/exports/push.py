@@ -10,6 +10,8 @@ from dnnbench.errors import DnnbenchError
 
 PUSH_S = 10.0          # a gateway slower than this counts as down: the command does not hang on it
 PUSH_FAILED = 3        # the exit code of a command whose own work succeeded but whose push did not
+# a password in the URL is refused, and never echoed in the refusal (a CI log keeps it)
+_USERINFO = re.compile(r"://[^/?#]*@")
 _URL = re.compile(r"https?://[A-Za-z0-9.\-\[\]:]+(/[A-Za-z0-9._~/\-]*)?")
 
 
@@ -17,7 +19,9 @@ def check_url(url: str | None) -> str | None:
     """A Pushgateway URL as --push takes it (http or https, a host, an optional port and path),
     checked before anything runs."""
     if url is not None and not _URL.fullmatch(url):
-        raise DnnbenchError(f"--push {url!r}: give the Pushgateway's URL, e.g. http://pushgateway:9091")
+        shown, hidden = _USERINFO.subn("://***@", url)
+        raise DnnbenchError(f"--push {shown!r}: give the Pushgateway's URL, e.g. http://pushgateway:9091"
+                            + (" (no user or password in it: they would be shown in logs)" if hidden else ""))
     return url
 
 

@@ -27,8 +27,10 @@ def job_throughput(jobs: list[str], db: str | None) -> dict[int, dict]:
                 raise DnnbenchError(f"--job: batch size {bs} is given twice")
             low, high = last.get("ci_low"), last.get("ci_high")
             value = float(last["throughput"])
+            newest = store.select(job=job, status="ok", columns=("workload",), limit=1, newest=True)
             out[bs] = {"value": value, "low": float(low) if low else value, "high": float(high) if high else value,
-                       "source": f"job {job}", "n": last["n"], "unit": last.get("unit")}
+                       "source": f"job {job}", "n": last["n"], "unit": last.get("unit"),
+                       "workload": newest[0]["workload"] if newest else None}
     finally:
         store.close()
     return out

@@ -116,13 +116,14 @@ def value_text(r: dict) -> str:
 
 
 def table(title: str, rows: list[dict], wide: bool = False) -> None:
-    """Fits 80 columns: the system (longest) goes first, then the unit and spread (--wide: all)."""
+    """Fits 80 columns: the system (longest) goes first, then the spread (--wide: all); the unit
+    stays (a value is read by it: images/s and minutes to train share the column)."""
     from dnnbench.console import Column, print_table
     from dnnbench.history.views import short
     from dnnbench.results.numbers import fmt
     columns = [Column("workload", key=True), Column("gpu", key=True), Column("n", right=True, rank=10),
                Column("prec", rank=9), Column("batch", right=True, rank=9),
-               Column("value", right=True, decides=True, whole=True), Column("unit", rank=5),
+               Column("value", right=True, decides=True, whole=True), Column("unit", decides=True),
                Column("spread", rank=8), Column("source", rank=9), Column("system", rank=2)]
     cells = [[short(r.get("workload") or r.get("source_workload"), 20), short(r.get("gpu"), 22),
               "-" if r.get("gpu_count") is None else str(r["gpu_count"]), short(r.get("precision"), 6),

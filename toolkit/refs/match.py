@@ -50,14 +50,16 @@ def differences(m: Mine, r: dict) -> list[str]:
     elif r["precision"] != m.precision:
         out.append(f"{r['precision']} vs {m.precision or 'unknown precision'}")
     theirs, ours = tables.gpu_model(r.get("gpu")), tables.gpu_model(m.gpu)
-    if theirs is None or ours is None or theirs != ours:
+    if not m.gpu_count:          # a CPU run: no GPU to look up, no GPU count to say
+        out.append(f"{r.get('gpu')} vs no GPU" + (f" ({m.gpu})" if m.gpu else ""))
+    elif theirs is None or ours is None or theirs != ours:
         unknown = [str(n) for n, model in ((m.gpu, ours), (r.get("gpu"), theirs)) if model is None]
         out.append(f"{r.get('gpu')} vs {m.gpu}" + (f" (not in the GPU alias table: {' nor '.join(unknown)})"
                                                    if unknown else ""))
     if r.get("gpu_count") is None:
         out.append("GPU count not stated")
     elif r["gpu_count"] != m.gpu_count:
-        out.append(f"{r['gpu_count']} vs {m.gpu_count} GPUs")
+        out.append(f"{r['gpu_count']} vs {m.gpu_count or 'no'} GPUs")
     if r.get("batch_size") is not None and r["batch_size"] != m.batch:
         out.append(f"batch {r['batch_size']} vs {m.batch if m.batch is not None else 'unknown'}")
     return out

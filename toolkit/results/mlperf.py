@@ -173,7 +173,8 @@ def rcp_standing(text: str, ruleset: str = RULESET) -> dict | None:
         copy = Path(tmp) / "result_0.txt"
         fileio.write_atomic_text(str(copy), text)
         try:
-            not_converged, epochs, bs, benchmark = rcp_checker.read_submission_file(str(copy), ruleset, False)
+            with rcp.quiet():
+                not_converged, epochs, bs, benchmark = rcp_checker.read_submission_file(str(copy), ruleset, False)
         except (ValueError, KeyError, TypeError):   # a record it cannot read: the checker names it
             return None
     if benchmark is None or benchmark not in rcp.benchmarks(ruleset) or not isinstance(bs, int) or bs <= 0:
@@ -239,8 +240,10 @@ def show(run: str, block: dict) -> None:
 def check_command(runs: list[Path], ruleset: str = RULESET) -> int:
     """`dnnbench mlperf check RUN...`: 0 when every log passes, 1 when one fails or is unchecked."""
     code = 0
-    for run in runs:
-        run_dir = run.parent if run.name in (schema.RESULT_FILE, LOG_FILE) else run
+    run_dirs = [run.parent if run.name in (schema.RESULT_FILE, LOG_FILE) else run for run in runs]
+    for run_dir in run_dirs:      # a folder that holds no run refuses the command before any is checked
+        read_log(run_dir)
+    for run_dir in run_dirs:
         block = check(run_dir, ruleset)
         record(run_dir, block)
         show(str(run_dir), block)
@@ -369,7 +372,8 @@ def rcp_check(run_dirs: list[Path], good: list[dict], benchmark: str | None) -> 
     with tempfile.TemporaryDirectory(prefix="dnnbench-rcp-") as tmp:
         for i, r in enumerate(good):
             fileio.write_atomic_text(str(Path(tmp) / f"result_{i}.txt"), read_log(by_name[r["run"]]))
-        ok, message, norm = rcp_checker.check_directory(tmp, USAGE, RULESET, False, False, rcp_pass=rcp.PASS)
+        with rcp.quiet():
+            ok, message, norm = rcp_checker.check_directory(tmp, USAGE, RULESET, False, False, rcp_pass=rcp.PASS)
     return (f"{'pass' if ok else 'fail'}: {message}" + (f" (score x {norm:.3f})" if ok and norm and norm != 1 else "")
             + f"; {what}")
 

@@ -11,6 +11,8 @@ pass and the score is scaled up to the mean's; at or above the mean they pass as
 """
 from __future__ import annotations
 
+import contextlib
+import logging
 import math
 import re
 from pathlib import Path
@@ -90,11 +92,26 @@ def _installed() -> str:
         return "(version unknown)"
 
 
+@contextlib.contextmanager
+def quiet():
+    """mlperf-logging's rcp_checker speaks through the root logger (`logging.warning`, which puts
+    a stderr handler on it at first use): "WARNING:root: Run incomplete or did not converge"
+    would reach the screen beside dnnbench's own line that says it. Silenced for the call."""
+    root = logging.getLogger()
+    saved = root.handlers[:]
+    root.handlers = [logging.NullHandler()]
+    try:
+        yield
+    finally:
+        root.handlers = saved
+
+
 def load(benchmark: str, ruleset: str):
     """mlperf-logging's own RCP_Checker for the benchmark (its statistics and pruning done)."""
     module = _module()
     try:
-        return module.RCP_Checker(USAGE, ruleset, benchmark, False)
+        with quiet():
+            return module.RCP_Checker(USAGE, ruleset, benchmark, False)
     except (OSError, KeyError, ValueError) as exc:
         raise DnnbenchError(f"mlperf-logging cannot read the RCPs of {benchmark} in {ruleset}: {exc}") from None
 
@@ -303,5 +320,5 @@ def show(result: dict) -> None:
             out.print(f"no time: give --samples-per-epoch (the {result['benchmark']} training set's size)",
                       markup=False)
         else:
-            out.print("minutes = mean x " + (f"{per:,} samples / items/s" if per else "1 / items/s")
+            out.print(("minutes = mean x " + f"{per:,} samples / items/s" if per else "minutes = mean samples / items/s")
                       + "; band: mean -+ the RCP's stdev over the throughput's 95 % CI.", markup=False)

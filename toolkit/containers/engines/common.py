@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import abc
 import hashlib
+import re
 from typing import Iterator, Mapping, Protocol, Sequence
 
 
@@ -113,6 +114,9 @@ def why_chosen(image: str | None, base: str | None, only: str) -> str:
     return only
 
 
+_RUNTIME_WORD = re.compile(r"[a-z0-9][a-z0-9._-]*")
+
+
 class Engine(abc.ABC):
     """One runtime: a module in this package defines one (`ENGINE = ...`) and ENGINES lists it.
     The defaults are a container engine's that runs a .sif-like file with no settings of its own.
@@ -130,6 +134,14 @@ class Engine(abc.ABC):
         super().__init_subclass__(**kwargs)
         if not isinstance(cls.name, str) or not cls.name:
             raise TypeError(f"engine {cls.__name__}: `name` must be its --runtime name")
+        # a bare string would be taken letter by letter ("pod" -> p, o, d); a name a user cannot
+        # type after --runtime (a space, a leading dash, "Docker" beside "docker") is no name
+        if not isinstance(cls.aliases, tuple):
+            raise TypeError(f"engine {cls.name!r}: `aliases` must be a tuple of names, not {cls.aliases!r}")
+        for word in (cls.name, *cls.aliases):
+            if not isinstance(word, str) or not _RUNTIME_WORD.fullmatch(word):
+                raise TypeError(f"engine {cls.__name__}: {word!r} is no --runtime name (lowercase letters, "
+                                "digits, '.', '_' and '-', starting with a letter or digit)")
         if cls.slurm:
             missing = [m for m in ("slurm_image", "slurm_step") if getattr(cls, m) is getattr(Engine, m)]
             if missing:
