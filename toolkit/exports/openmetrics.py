@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from dnnbench.results import rounds
+
 from .text import label
 
 PREFIX = "dnnbench_"
@@ -83,7 +85,7 @@ REPORT_FIGURES = (
     ("baseline_diff", "ratio", "Throughput against the baseline's target, minus one.",
      lambda r: _ratio(r.get("diff_pct"))),
 )
-VERDICTS = ("pass", "fail", "inconclusive", "missing")
+VERDICTS = (*dict.fromkeys(rounds.GATE.values()), "missing")   # the rule's gate words, and a job no result names
 
 
 def report_families(table: list[dict]) -> list[Family]:
@@ -130,7 +132,7 @@ def changes_families(found: list[dict], series: int) -> list[Family]:
         high.add(values, 1 + f["ci95_high_pct"] / 100)
         p.add(values, f["p"])
     slower = Family("changes_slowdowns", "Lasting changes whose whole 95% CI lies below no change.", ())
-    slower.add((), sum(1 for f in found if f["ci95_high_pct"] < 0))
+    slower.add((), sum(1 for f in found if rounds.slowdown(f)))
     looked = Family("changes_series", "Series (job and GPU model) looked at.", ())
     looked.add((), series)
     return [ratio, low, high, p, slower, looked]

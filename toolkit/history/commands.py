@@ -6,6 +6,7 @@ from pathlib import Path
 
 from dnnbench.console import info
 from dnnbench.errors import DnnbenchError
+from dnnbench.results import rounds
 
 
 def _store(db: str | None, create: bool = False):
@@ -267,7 +268,7 @@ def changes_command(job: str | None, by: str, fmt: str, db: str | None, push: st
             found.append({"job": name, "gpu": gpu, "change_pct": c.pct, "ci95_low_pct": (c.low - 1) * 100,
                           "ci95_high_pct": (c.high - 1) * 100, "p": c.p, "before": views.plain(c.before),
                           "after": views.plain(c.after), "changed": c.facts, "points": len(points)})
-    slower = any(f["ci95_high_pct"] < 0 for f in found)
+    slower = any(rounds.slowdown(f) for f in found)
     if fmt == "json":
         views.dump(views.json_text(found), None)
         return changes_out(found, len(series), 1 if slower else 0, push)

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import statistics
 
+from dnnbench.results import rounds
+
 MIN_PEERS = 5      # fewer peers than this: their spread is not known well enough to judge
 WIDTH = 3.0        # how many spreads either side of the median are still normal
 MAD_TO_SD = 1.4826
@@ -27,7 +29,7 @@ def word(value: float, peers: list[float]) -> dict:
         return {"word": "too few peers to say", "low": None, "high": None}
     median, width = statistics.median(peers), WIDTH * spread(peers)
     low, high = median - width, median + width
-    said = "slower" if value < low else "faster" if value > high else "normal"
+    said = rounds.against_band(value, low, high)
     return {"word": said, "low": low, "high": high}
 
 

@@ -293,7 +293,7 @@ def show(result: dict) -> None:
     for r in result["plan"]:
         thr = r["throughput"]
         rate = "-" if thr is None else (_rate(thr["value"]) + (f"+-{_rate((thr['high'] - thr['low']) / 2)}"
-                                                              if thr["high"] > thr["value"] else ""))
+                                                              if thr["high"] != thr["value"] else ""))
         band = r["time_band_s"]
         time = "-" if r["time_s"] is None else f"{minutes(r['time_s'])} ({minutes(band[0])}-{minutes(band[1])})"
         basis = _basis_cell(r)

@@ -427,3 +427,15 @@ def single_sided(new: list[float], recorded: float, tolerance: float, max_rounds
                   None if high is None else math.exp(high), n, done, why)
     return on_basis(_apart_loads(j, [load_recorded] if load_recorded is not None else [], loads_new,
                                  lambda low, high: _band(math.log(low), math.log(high), tolerance)), basis)
+
+
+def slowdown(change: dict) -> bool:
+    """A lasting change (history.changes) is a slowdown when its whole 95 % CI lies below no
+    change: `history changes` exits 1 on one, and its metrics count them."""
+    return change["ci95_high_pct"] < 0
+
+
+def against_band(value: float, low: float, high: float) -> str:
+    """A figure against the band of what is normal (a result among its peers: their median
+    +- a few spreads): slower below it, faster above it, else normal."""
+    return "slower" if value < low else "faster" if value > high else "normal"
