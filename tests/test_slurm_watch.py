@@ -25,11 +25,12 @@ def _flag(name: str) -> str:
 
 
 def _sifs(tmp_path, n=2) -> list[str]:
-    """Files that pass for .sif images until something runs them (a dry run runs nothing)."""
+    """Files that pass for .sif images until something runs them (a dry run runs nothing); each
+    its own bytes: one digest is one image, which a comparison would not measure twice."""
     made = []
     for i in range(n):
         path = tmp_path / f"r{i + 1}.sif"
-        path.write_bytes(b"#!/usr/bin/env run-singularity\nSIF_MAGIC\n")
+        path.write_bytes(b"#!/usr/bin/env run-singularity\nSIF_MAGIC\n" + f"release {i + 1}\n".encode())
         made.append(str(path))
     return made
 
