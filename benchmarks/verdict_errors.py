@@ -45,7 +45,7 @@ it, or ends called faster/same when the drop is beyond the tolerance (slower whe
 inc = the ends undecided or a range (allowed; with no drop the right answer is the ends
 "same"); runs = runs a bisect took.
 
-  bisect         runs/bisect.py's search: the ends in rounds of their own (good bad, bad good,
+  bisect         campaigns/bisect.py's search: the ends in rounds of their own (good bad, bad good,
                  ...) until decided, then each midpoint in rounds with both ends of its range
   bisect-merged  a candidate to cut runs: the first midpoint's rounds (good bad mid, mid bad
                  good, ...) judge the ends too (measured, not adopted: BENCHMARKS.md)
@@ -257,7 +257,7 @@ def _round_of(machine, clock, work: list[float], tolerance: float, count: list):
 def search_merged(round_of, lo: int, hi: int, tolerance: float, max_rounds: int):
     """The candidate: the first midpoint's rounds (good bad mid, mid bad good, ...) judge the ends
     too, so the ends take no rounds of their own; then the midpoints as `search` goes on."""
-    from dnnbench.runs import bisect
+    from dnnbench.campaigns import bisect
     mid = (lo + hi) // 2 if hi - lo > 1 else None
     ends, middle, table = bisect._stage(round_of, lo, mid, hi, tolerance, max_rounds, True)
     if ends.verdict != "slower":
@@ -277,7 +277,7 @@ def search_merged(round_of, lo: int, hi: int, tolerance: float, max_rounds: int)
 
 
 def bisect_replays(args, rng) -> None:
-    from dnnbench.runs import bisect
+    from dnnbench.campaigns import bisect
     searches = {k: v for k, v in {"bisect": bisect.search, "bisect-merged": search_merged}.items()
                 if k in args.searches.split(",")}
     print(f"bisect over {IMAGES} images, {args.replays} replays per cell, tolerance {args.tolerance}, "

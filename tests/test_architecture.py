@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+# the guide page that says where each addition goes (the README links it)
+DEVELOPMENT = ROOT / "docs" / "guide" / "development.md"
 PACKAGES = {"dnnbench": ROOT / "toolkit", "dnnbench.workloads": ROOT / "workloads"}
 
 
@@ -300,7 +302,7 @@ LAYERS = (("dnnbench.workloads", "dnnbench"),
            "dnnbench.yaml_files", "dnnbench.lists", "dnnbench.registry"),
           ("dnnbench.containers", "dnnbench.datasets"), ("dnnbench.profilers",),
           ("dnnbench.results", "dnnbench.exports"), ("dnnbench.history", "dnnbench.refs"),
-          ("dnnbench.runs", "dnnbench.history.watch"), ("dnnbench.cli", "dnnbench.__main__", "dnnbench.reframe"))
+          ("dnnbench.runs",), ("dnnbench.campaigns",), ("dnnbench.cli", "dnnbench.__main__", "dnnbench.reframe"))
 # Imports that point up, each with its reason (a new one is a design question, not a line here).
 _UPWARD = {("dnnbench.containers.doctor", "dnnbench.runs.gpus"):
            "`doctor` counts the GPUs as a run would see them (runs/gpus.py reads the same variables)"}
@@ -432,7 +434,8 @@ def test_a_new_engine_is_one_module_and_one_line_in_the_table(tmp_path, fake_eng
     """The fake engine, in the table: the plan, the dry run's line, a real run with its result
     and manifest, and reproduce's runtime check take it up with no other change."""
     from dnnbench.containers import engines
-    from dnnbench.runs import launch, plan as plan_mod, reproduce
+    from dnnbench.runs import launch, plan as plan_mod
+    from dnnbench.campaigns import reproduce
     from dnnbench.runs.options import RunOptions
     fake = fake_engine
     assert engines.lookup("pretend") is fake and "fake" in engines.choices() and "pretend" in engines.choices()
@@ -487,7 +490,7 @@ def test_every_engine_is_its_module_and_its_line():
         assert f"{path.stem}.ENGINE" in init
     names = [n for e in engines.ENGINES.values() for n in e.names]
     assert len(names) == len(set(names)), "a name is two engines'"
-    row = next(line for line in (ROOT / "README.md").read_text().splitlines() if line.lstrip().startswith("| engine "))
+    row = next(line for line in DEVELOPMENT.read_text().splitlines() if line.lstrip().startswith("| engine "))
     assert f"| {len(ENGINE_FILES)} |" in row
     assert "`toolkit/containers/engines/`" in row and "`ENGINES`" in row
 
@@ -515,7 +518,7 @@ def test_every_job_kind_is_one_object_in_the_table():
             assert callable(getattr(kind, part)), (name, part)
         assert isinstance(kind.workdir, str) and kind.workdir.startswith("/")
         assert isinstance(kind.requeues, bool) and isinstance(kind.resumes, bool)
-    row = next(line for line in (ROOT / "README.md").read_text().splitlines()
+    row = next(line for line in DEVELOPMENT.read_text().splitlines()
                if line.lstrip().startswith("| job kind "))
     assert f"| {len(KIND_FILES)} |" in row and "`toolkit/runs/kinds.py`" in row and "`KINDS`" in row
 
@@ -538,10 +541,10 @@ def test_the_plan_maker_check_finds_a_plan(tmp_path):
 _KIND_DECIDERS = (   # (module, a fragment of the line or `def FUNCTION`, why)
     ("toolkit/runs/kinds.py", "", "the kinds themselves"),
     ("toolkit/cli/", "", "the commands' parsing: --script or a workload, --train"),
-    ("toolkit/runs/suite_schema.py", "", "a suite file's parsing: a job's `train:` block"),
-    ("toolkit/runs/suite.py", "def load", "a suite file's parsing: `script:`, `workload:` or `train:`"),
-    ("toolkit/runs/suite.py", "def _options", "a suite job's keys as RunOptions takes them, as the CLI's"),
-    ("toolkit/runs/suite.py", "def _script_options", "the same, a `script:` job's own keys"),
+    ("toolkit/campaigns/suite_schema.py", "", "a suite file's parsing: a job's `train:` block"),
+    ("toolkit/campaigns/suite.py", "def load", "a suite file's parsing: `script:`, `workload:` or `train:`"),
+    ("toolkit/campaigns/suite.py", "def _options", "a suite job's keys as RunOptions takes them, as the CLI's"),
+    ("toolkit/campaigns/suite.py", "def _script_options", "the same, a `script:` job's own keys"),
 )
 _KIND_SLOTS = {"script", "train", "training"}     # what names a job's kind when it is there or not
 
@@ -609,7 +612,7 @@ def test_the_kind_check_finds_each_way_to_decide(tmp_path):
 def readme_additions() -> dict[str, str]:
     """The README's table of what each kind of addition touches (Development): the addition's
     name (its first cell, less a parenthesis) -> its row."""
-    lines = (ROOT / "README.md").read_text().splitlines()
+    lines = DEVELOPMENT.read_text().splitlines()
     start = next(i for i, line in enumerate(lines) if line.strip() == "| addition | files | what |")
     rows = {}
     for line in lines[start + 2:]:
@@ -666,6 +669,17 @@ def _training_kinds_hold() -> None:
     assert all(inspect.getsourcefile(task) == train_tasks.__file__ for task in train_tasks.TASKS.values())
 
 
+def _schedulers_hold() -> None:
+    """Every scheduler is a module of runs/schedulers with its line in SCHEDULERS, and no other
+    module runs a scheduler's command (sbatch, squeue, scancel)."""
+    from dnnbench.runs.schedulers import SCHEDULERS
+    assert {_module_file(type(s).__module__).parent for s in SCHEDULERS.values()} == {ROOT / "toolkit/runs/schedulers"}
+    commands = re.compile(r'"(sbatch|squeue|scancel)"')
+    found = {path.relative_to(ROOT).as_posix() for path in (ROOT / "toolkit").rglob("*.py")
+             if commands.search(path.read_text(encoding="utf-8"))}
+    assert found <= {"toolkit/runs/schedulers/slurm.py"}, found
+
+
 # Each addition the README names: the words its row must say, and what here holds the row true
 # (engines and job kinds have tests of their own above).
 ADDITIONS = {
@@ -679,6 +693,7 @@ ADDITIONS = {
     "placement": (("`module_args`", "`kinds.plan`", "`toolkit/runs/slurm.py`", "`toolkit/runs/kubernetes.py`"),
                   _placements_hold),
     "kind of training": (("`workloads/train_tasks.py`", "`TASKS`"), _training_kinds_hold),
+    "scheduler": (("`toolkit/runs/schedulers/`", "`SCHEDULERS`"), _schedulers_hold),
 }
 
 
@@ -694,3 +709,44 @@ def test_the_readme_says_where_each_addition_goes_and_each_line_holds():
         for path in re.findall(r"`((?:toolkit|workloads|tests)/[^`]*)`", rows[name]):
             assert (ROOT / path).exists(), (name, path)
         holds()
+
+
+def _reaches_in(path: Path, mods: set[str], own: str) -> list[tuple[int, str]]:
+    """Where a module uses another module's _private name: `mod._name`, or `from mod import _name`."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    aliases = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            for a in node.names:
+                if f"{node.module}.{a.name}" in mods:
+                    aliases[a.asname or a.name] = f"{node.module}.{a.name}"
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name in mods and a.asname:
+                    aliases[a.asname] = a.name
+    found = []
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases
+                and aliases[node.value.id] != own and node.attr.startswith("_") and not node.attr.startswith("__")):
+            found.append((node.lineno, f"{aliases[node.value.id]}.{node.attr}"))
+        if isinstance(node, ast.ImportFrom) and node.module in mods and node.module != own:
+            found += [(node.lineno, f"from {node.module} import {a.name}") for a in node.names
+                      if a.name.startswith("_") and not a.name.startswith("__")]
+    return found
+
+
+def test_no_module_reaches_into_another_modules_private_names():
+    """Modules talk through public functions: a `_name` is its module's own (the floors hold only
+    while nothing leans on another module's insides)."""
+    mods = modules()
+    stray = [f"{path.relative_to(ROOT)}:{line}: {what}" for name, path in mods.items()
+             for line, what in _reaches_in(path, set(mods), name)]
+    assert not stray, "\n".join(stray)
+
+
+def test_the_private_name_check_finds_one(tmp_path):
+    planted = tmp_path / "p.py"
+    planted.write_text("from dnnbench.runs import bisect\nfrom dnnbench.runs.slurm import _written\n"
+                       "bisect._template(1)\nbisect.template(2)\n")
+    assert _reaches_in(planted, {"dnnbench.runs.bisect", "dnnbench.runs.slurm"}, "p") == \
+        [(2, "from dnnbench.runs.slurm import _written"), (3, "dnnbench.runs.bisect._template")]

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from dnnbench.runs.bisect import image_list
+from dnnbench.campaigns.bisect import image_list
 from dnnbench.errors import DnnbenchError
 from tests.helpers import dnnbench, one_line_error
 from tests.releases import release, remove, series
@@ -196,7 +196,7 @@ def test_rounds_alternate_the_order_so_a_load_that_grows_weighs_on_both_images(m
     in list order, the second looks twice as slow, and one round is now `inconclusive` (main said
     `slower`); in rounds (A B, then B A, ...) the verdict is `same` or `inconclusive`, never `slower`."""
     from dnnbench.results import numbers
-    from dnnbench.runs import bisect as bisect_mod
+    from dnnbench.campaigns import bisect as bisect_mod
     from dnnbench.runs.options import RunOptions
     done, half = [], [1]
 
@@ -209,7 +209,7 @@ def test_rounds_alternate_the_order_so_a_load_that_grows_weighs_on_both_images(m
         return step
 
     monkeypatch.setattr(bisect_mod, "measure", measure)
-    monkeypatch.setattr(bisect_mod, "_check_first", lambda *a: True)   # no engine: nothing to plan
+    monkeypatch.setattr(bisect_mod, "check_first", lambda *a: True)   # no engine: nothing to plan
     verdicts = {}
     for rounds in (1, 4):
         done.clear()

@@ -177,7 +177,7 @@ def test_reproduce_single_sided_under_another_load_is_inconclusive(tmp_path, mon
     Main: 'not reproduced: slower' (exit 1), the recorded figure taken as exact. Now: the load
     that differed is the reason, inconclusive (exit 0)."""
     from dnnbench.runs import launch
-    from dnnbench.runs.reproduce import reproduce_command
+    from dnnbench.campaigns.reproduce import reproduce_command
     recorded = tmp_path / "recorded"
     _run(recorded, "r1", 10.0, 1.0)
     made = iter(range(100))

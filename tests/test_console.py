@@ -100,7 +100,7 @@ def _run_summary(tmp: Path):
 
 
 def _watch_list(tmp: Path):
-    from dnnbench.runs import suite_watch
+    from dnnbench.campaigns import suite_watch
     entry = type("E", (), {"name": "nightly-resnet50-on-every-ngc-release", "releases": [("a", None)] * 12})()
     suite_watch.show([suite_watch.Outcome(entry, "slower", "nvcr.io/nvidia/pytorch:25.01-py3 (after "
                                                             "nvcr.io/nvidia/pytorch:24.12-py3): -12.0 % (-15 to -9 %)")])
@@ -108,7 +108,7 @@ def _watch_list(tmp: Path):
 
 def _compare_images(tmp: Path, monkeypatch):
     from dnnbench.results import numbers
-    from dnnbench.runs import bisect
+    from dnnbench.campaigns import bisect
     from dnnbench.runs.options import RunOptions
 
     def measure(step, base, template, dataset=None):    # no engine: a figure per image, as a run gives
@@ -119,7 +119,7 @@ def _compare_images(tmp: Path, monkeypatch):
         step.headline = numbers.run_headline(step.result)
         return step
     monkeypatch.setattr(bisect, "measure", measure)
-    monkeypatch.setattr(bisect, "_check_first", lambda *a: True)
+    monkeypatch.setattr(bisect, "check_first", lambda *a: True)
     bisect.compare_images_command(RunOptions(workload="resnet18", runtime="docker", results=tmp, run_id="c"),
                                   ["registry.example.org/pytorch:release-candidate-a",
                                    "registry.example.org/pytorch:release-candidate-b"], None, 0.1, rounds=2)

@@ -1,4 +1,4 @@
-"""Examples are promises: every `dnnbench ...` example in the README and in the CLI's own help
+"""Examples are promises: every `dnnbench ...` example in the README, the guide and in the CLI's own help
 texts runs here, as written, on stand-ins for what this machine lacks: small ILSVRC archives
 for `~/downloads`, a fake ImageNet for `/imagenet`, and `--dry-run` where the example needs a
 GPU, a registry or a cluster."""
@@ -12,11 +12,12 @@ import pytest
 from tests import ilsvrc
 from tests.helpers import ROOT, dnnbench
 
-NEEDS_DRY_RUN = {"run", "slurm", "build", "train", "compare-images", "bisect"}
+NEEDS_DRY_RUN = {"run", "slurm", "build", "train", "compare-images", "bisect", "suite", "watch"}
 
 
 def readme_examples() -> list[str]:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    text = "\n".join(p.read_text(encoding="utf-8")
+                     for p in [ROOT / "README.md", *sorted((ROOT / "docs" / "guide").glob("*.md"))])
     found = []
     for block in re.findall(r"```bash\n(.*?)```", text, flags=re.S):
         for line in block.replace("\\\n", " ").splitlines():
@@ -64,7 +65,8 @@ def stand_ins(tmp_path_factory):
     (checkout / "main.py").write_bytes(script.read_bytes())
     return {"~/downloads": str(downloads), "train.py": str(script), "main.py": str(checkout / "main.py"),
             "~/examples/imagenet": str(checkout), "DIGITS": str(fake), "/data/imagenet": str(root / "prepared"), "/imagenet": str(fake),
-            "results/<run-id>": str(results / "example"), "results/": str(results) + "/"}
+            "results/<run-id>": str(results / "example"), "results/": str(results) + "/",
+            "suites/": str(ROOT / "suites") + "/"}
 
 
 def _as_run_here(example: str, stand_ins: dict, tmp_path) -> list[str]:

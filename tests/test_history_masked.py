@@ -125,8 +125,8 @@ def test_no_form_of_url_shows_its_password_in_any_command(cluster, tmp_path):
 
 def test_the_store_checks_of_a_suite_and_a_watch_never_show_it(cluster, tmp_path, monkeypatch):
     from dnnbench.errors import DnnbenchError
-    from dnnbench.history.watch import History
-    from dnnbench.runs.suite_watch import check_store
+    from dnnbench.campaigns.watch import History
+    from dnnbench.campaigns.suite_watch import check_store
     for name, template in FORMS:
         monkeypatch.setenv("DNNBENCH_DB", template.format(pw=KNOWN, sock=cluster.socket, tmp=tmp_path))
         for check in (check_store, lambda: History().close()):

@@ -13,9 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dnnbench.errors import DnnbenchError
-from dnnbench.history import watch
+from dnnbench.campaigns import watch
 from dnnbench.results import numbers
-from dnnbench.runs import bisect as bisect_mod
+from dnnbench.campaigns import bisect as bisect_mod
 from dnnbench.runs.options import RunOptions
 from dnnbench.workloads import schema
 from tests.test_rounds import Machine
@@ -46,7 +46,7 @@ def _stand_in(mp, machine: Machine, work: dict, fail_after: int | None = None, b
         step.load = step.result["windows"][-1]["load1"]
         return step
     mp.setattr(bisect_mod, "measure", measure)
-    mp.setattr(bisect_mod, "_check_first", lambda *a: True)   # no engine: nothing to plan
+    mp.setattr(bisect_mod, "check_first", lambda *a: True)   # no engine: nothing to plan
 
 
 def _watch(tmp: Path, machine: Machine, slow_from: int, **kw) -> tuple[int, str]:
@@ -170,7 +170,7 @@ def test_where_watch_looks(values, every, want):
 
 def test_a_survey_line_says_the_unit_and_the_interval():
     """`[survey] image: 59.6/s` beside `25.4/s` said neither what was counted nor how sure it was."""
-    from dnnbench.history.watch import figure
+    from dnnbench.campaigns.watch import figure
     one = {"throughput": 59.61, "unit": "images/s", "ci_low": 55.02, "ci_high": 64.2}
     assert figure([one]) == "59.6 images/s (95 % CI 55.0-64.2)"
     assert figure([dict(one, ci_low=None)]) == "59.6 images/s (no 95 % CI)"

@@ -198,7 +198,7 @@ def test_until_ci_bad_values_fail_before_anything_starts(tmp_path, args, fragmen
 
 
 def test_until_ci_reaches_the_container_argv_and_suites(tmp_path):
-    from dnnbench.runs import suite
+    from dnnbench.campaigns import suite
     from dnnbench.runs.checks import harness_args
     res = dnnbench("run", "resnet18", "--runtime", "host", "--dry-run", "--results", tmp_path,
                    "--until-ci", "2.5", "--max-windows", "40", check=0)
@@ -296,7 +296,7 @@ def test_headline_agrees_in_every_output(host_run, tmp_path):
     dnnbench("report", results, "-f", "html", "-o", html, check=0)
     assert f"<td>{figure}</td>" in html.read_text()
     assert _cell(dnnbench("compare", results, results, check=0).stdout, figure)
-    suite_table = subprocess.run([sys.executable, "-c", "import sys; from pathlib import Path; from dnnbench.runs.suite "
+    suite_table = subprocess.run([sys.executable, "-c", "import sys; from pathlib import Path; from dnnbench.campaigns.suite "
                                   "import show_table; show_table(Path(sys.argv[1]))", str(results)],
                                  capture_output=True, text=True, env={**os.environ, "COLUMNS": "200"})
     assert _cell(suite_table.stdout, figure), suite_table.stdout + suite_table.stderr
@@ -369,8 +369,7 @@ def test_docker_result_records_the_image_digest_and_reproduce_runs_it(built_imag
 
 
 def test_readme_explains_the_statistic():
-    text = (ROOT / "README.md").read_text()
-    section = " ".join(text[text.index("### Measurement"):text.index("### Profiling")].split())
+    section = " ".join((ROOT / "docs" / "guide" / "measurement.md").read_text().split())
     for fragment in ("sum_items/sum_seconds", "mean of per-window rates", "TBD", "Lambda", "median",
                      "DeepLearningExamples", "--until-ci", "trimmed", "reproduce"):
         assert fragment in section, fragment

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from dnnbench.runs import suite
+from dnnbench.campaigns import suite
 from dnnbench.workloads import checkpoint
 
 

@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dnnbench.results import numbers, rounds
-from dnnbench.runs import bisect as bisect_mod
+from dnnbench.campaigns import bisect as bisect_mod
 from dnnbench.runs.options import RunOptions
 from dnnbench.workloads import schema
 from tests.helpers import ROOT
@@ -108,7 +108,7 @@ def _stand_in(monkeypatch, machine: Machine, work: dict):
         step.load = step.result["windows"][-1]["load1"]
         return step
     monkeypatch.setattr(bisect_mod, "measure", measure)
-    monkeypatch.setattr(bisect_mod, "_check_first", lambda *a: True)   # no engine: nothing to plan
+    monkeypatch.setattr(bisect_mod, "check_first", lambda *a: True)   # no engine: nothing to plan
 
 
 def _rows(text: str, prefix: str = "img:") -> list[list[str]]:

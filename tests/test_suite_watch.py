@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dnnbench.errors import DnnbenchError
-from dnnbench.runs import suite as suite_mod
-from dnnbench.runs.suite_schema import WATCH_KEYS
+from dnnbench.campaigns import suite as suite_mod
+from dnnbench.campaigns.suite_schema import WATCH_KEYS
 from tests.helpers import cli_inprocess, dnnbench, one_line_error
 from tests.releases import series
 from tests.test_bisect import GOOD, SLOW

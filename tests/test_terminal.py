@@ -193,7 +193,7 @@ def _compare_images_results(root, images, rounds=3):
 COMPARE_DRIVER = """
 import itertools, sys
 from dnnbench.results import numbers
-from dnnbench.runs import bisect
+from dnnbench.campaigns import bisect
 WORK = dict(zip(sys.argv[1].split(","), (1.0, 1.5, 2.0)))
 count = itertools.count()
 def measure(step, base, template, dataset=None):
@@ -205,7 +205,7 @@ def measure(step, base, template, dataset=None):
     step.load = 1.0
     return step
 bisect.measure = measure
-bisect._check_first = lambda *a: True
+bisect.check_first = lambda *a: True
 from dnnbench.cli import main
 sys.argv = ["dnnbench", "compare-images", "resnet18", "--images", sys.argv[1]] + sys.argv[2:]
 main()

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dnnbench.runs import suite_schema
+from dnnbench.campaigns import suite_schema
 from dnnbench.workloads import options
 from tests.helpers import cli_inprocess
 

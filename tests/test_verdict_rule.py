@@ -27,10 +27,10 @@ EXEMPT = {
 PRODUCERS = [
     ("toolkit/results/report.py", "compare_command"),           # compare A B
     ("toolkit/results/baseline.py", "judge"),                   # report --baseline
-    ("toolkit/runs/reproduce.py", "reproduce_command"),         # reproduce
-    ("toolkit/runs/bisect.py", "compare_images_command"),       # compare-images
-    ("toolkit/runs/bisect.py", "_stage"),                       # bisect: the ends, a midpoint
-    ("toolkit/runs/bisect.py", "search"),                       # bisect: the last good against the first slower
+    ("toolkit/campaigns/reproduce.py", "reproduce_command"),         # reproduce
+    ("toolkit/campaigns/bisect.py", "compare_images_command"),       # compare-images
+    ("toolkit/campaigns/bisect.py", "_stage"),                       # bisect: the ends, a midpoint
+    ("toolkit/campaigns/bisect.py", "search"),                       # bisect: the last good against the first slower
     ("toolkit/results/fleet.py", "judged"),                     # the fleet check, report's slow hosts
 ]
 

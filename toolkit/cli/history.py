@@ -150,10 +150,10 @@ def watch(workload: str = typer.Argument(..., help="Workload name (`dnnbench wor
     (Ctrl-C cancels it), its result in the run's folder as a local run's. Exit 1 when a release was found slower, 0 otherwise, 2 when the
     store cannot be used, 3 when all else succeeded but --push did not. GITHUB_STEP_SUMMARY
     set: the verdicts appended there as a table."""
-    from dnnbench.cli.runs import _images_job
-    from dnnbench.history.watch import watch_command
-    from dnnbench.runs.bisect import Budget
-    opts, images, bases = _images_job(workload, job, harness)
+    from dnnbench.cli.runs import images_job
+    from dnnbench.campaigns.watch import watch_command
+    from dnnbench.campaigns.bisect import Budget
+    opts, images, bases = images_job(workload, job, harness)
     raise typer.Exit(watch_command(opts, images, bases, job["tolerance"], rounds, every, push=push,
                                    budget=Budget(max_runs, deadline)))
 

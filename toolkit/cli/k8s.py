@@ -8,7 +8,7 @@ import typer
 
 from dnnbench.cli.harness_options import INJECTED, choice, in_range, with_harness_options, with_params
 from dnnbench.cli.host_options import with_host_options
-from dnnbench.cli.runs import SCRIPT_PARAMS, WORKLOAD_OR_SCRIPT, _options, _workload_or_script
+from dnnbench.cli.runs import SCRIPT_PARAMS, WORKLOAD_OR_SCRIPT, run_options, workload_or_script
 from dnnbench.runs.kubernetes import KINDS
 from dnnbench.workloads.options import BY_NAME
 
@@ -76,7 +76,7 @@ def k8s(
 ):
     from dnnbench.errors import DnnbenchError
     from dnnbench.runs.kubernetes import K8sOptions, Volume, k8s_command
-    workload, extra = _workload_or_script(workload, list(ctx.args), script_opts["script"])
+    workload, extra = workload_or_script(workload, list(ctx.args), script_opts["script"])
     volumes: dict = {}
     for what, claim, path, default in (("data", data_claim, data_host_path, None),
                                        ("results", results_claim, results_host_path, "dnnbench-results")):
@@ -84,7 +84,7 @@ def k8s(
             raise DnnbenchError(f"--{what}-claim and --{what}-host-path exclude each other")
         volumes[what] = Volume(claim=claim, host_path=path) if claim or path else (
             Volume(claim=default) if default else None)
-    opts = _options(workload, host, extra=extra, **script_opts, **harness)
+    opts = run_options(workload, host, extra=extra, **script_opts, **harness)
     raise typer.Exit(k8s_command(K8sOptions(
         run=opts, nodes=nodes, gpus_per_node=gpus_per_node, nproc_per_node=nproc_per_node, kind=kind, queue=queue,
         namespace=namespace, data=volumes["data"], results=volumes["results"], python=python), output))

@@ -151,7 +151,7 @@ def modules_page() -> str:
     sides = {"dnnbench": Path(dnnbench.__file__).parent, "dnnbench.workloads": Path(workloads.__file__).parent}
     out = ["# Modules\n", "Every module of the host side (`toolkit/`, the package `dnnbench`) and the container side "
            "(`workloads/`, `dnnbench.workloads`), with the first sentence of its docstring; written by "
-           "`python -m dnnbench.cli.reference`. The packages and their floors are in the development guide.\n"]
+           "`python -m dnnbench.cli.reference`. The packages and their floors: [development](../guide/development.md).\n"]
     for side, top in sides.items():
         rows = []
         for path in sorted(top.rglob("*.py")):

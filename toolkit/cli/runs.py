@@ -64,13 +64,13 @@ SCRIPT_PARAMS = {
 }
 
 
-def _options(workload: Optional[str], host: dict, **more) -> RunOptions:
+def run_options(workload: Optional[str], host: dict, **more) -> RunOptions:
     """A run's options from a command's host options (--env checked into its mapping) and the rest."""
     from dnnbench.runs import environment
     return RunOptions(workload=workload or "", **{**host, "env": environment.parse(host.get("env") or [])}, **more)
 
 
-def _workload_or_script(workload: Optional[str], extra: list, script) -> tuple[Optional[str], list]:
+def workload_or_script(workload: Optional[str], extra: list, script) -> tuple[Optional[str], list]:
     """With --script no workload is named: a word where the workload goes is the script's."""
     if script is not None and workload is not None:
         extra, workload = [workload] + extra, None
@@ -105,8 +105,8 @@ def run(
     from dnnbench.runs.launch import run_command
     if synthetic and host["data"] is not None:
         raise DnnbenchError("--synthetic and --data exclude each other")
-    workload, extra = _workload_or_script(workload, list(ctx.args), script_opts["script"])
-    raise typer.Exit(run_command(_options(workload, host, profile=profile, extra=extra, **script_opts, **harness)))
+    workload, extra = workload_or_script(workload, list(ctx.args), script_opts["script"])
+    raise typer.Exit(run_command(run_options(workload, host, profile=profile, extra=extra, **script_opts, **harness)))
 
 
 def _train_options():
@@ -178,13 +178,13 @@ def slurm(
     placement: dict = INJECTED,
 ):
     from dnnbench.runs.slurm import SlurmOptions, slurm_command
-    workload, extra = _workload_or_script(workload, list(ctx.args), script_opts["script"])
+    workload, extra = workload_or_script(workload, list(ctx.args), script_opts["script"])
     if not train_mode:
         given = [o.flag for o in _train_options() if train[o.name] not in (None, False, o.default)]
         if given:
             raise DnnbenchError(f"{given[0]} is a training option: add --train")
     env, dry_run = host.pop("env"), host.pop("dry_run")   # the tasks' (checked as Slurm's); the script's
-    opts = _options(workload, host, extra=extra, **script_opts, **harness)
+    opts = run_options(workload, host, extra=extra, **script_opts, **harness)
     where: dict[str, Any] = {k: list(v) if isinstance(v, (list, tuple)) else v for k, v in placement.items()}
     raise typer.Exit(slurm_command(SlurmOptions(
         run=opts, nodes=nodes, gpus_per_node=gpus_per_node, nproc_per_node=nproc_per_node, **where, env=env,
@@ -224,7 +224,7 @@ def train(
     from dnnbench.runs.launch import train_command
     if host["image"]:
         host["base"] = None
-    raise typer.Exit(train_command(_options(workload, host, build=False, extra=list(ctx.args), **harness), train))
+    raise typer.Exit(train_command(run_options(workload, host, build=False, extra=list(ctx.args), **harness), train))
 
 
 # what compare-images and bisect share: the ordered list, the job's place and the tolerance
@@ -244,7 +244,7 @@ IMAGES_PARAMS = {
 }
 
 
-def _images_job(workload: str, job: dict, harness: dict) -> tuple[RunOptions, Optional[list], Optional[str]]:
+def images_job(workload: str, job: dict, harness: dict) -> tuple[RunOptions, Optional[list], Optional[str]]:
     engine = lookup(job["runtime"])
     if engine is not None and not engine.contained:
         raise DnnbenchError("images are compared in containers: --runtime docker or singularity")
@@ -290,8 +290,8 @@ def compare_images(
     CUDA, cuDNN, NCCL), throughput with its 95% CI, the ratio to the first over the rounds with its
     interval, and a verdict (same, faster, slower, inconclusive and what would decide it).
     Finished steps of the same identity (options, image digest, dataset) are read back."""
-    from dnnbench.runs.bisect import compare_images_command
-    opts, images, bases = _images_job(workload, job, harness)
+    from dnnbench.campaigns.bisect import compare_images_command
+    opts, images, bases = images_job(workload, job, harness)
     raise typer.Exit(compare_images_command(opts, images, bases, job["tolerance"], wide, rounds))
 
 
@@ -318,8 +318,8 @@ def bisect(
     it names the range the evidence supports rather than guess. Ends with the first slower image,
     the last good one and what changed between them (PyTorch, CUDA, cuDNN, NCCL, Python, driver).
     Exit 0 with an answer, 1 without."""
-    from dnnbench.runs.bisect import Budget, bisect_command
-    opts, images, bases = _images_job(workload, job, harness)
+    from dnnbench.campaigns.bisect import Budget, bisect_command
+    opts, images, bases = images_job(workload, job, harness)
     raise typer.Exit(bisect_command(opts, good, bad, images, bases, job["tolerance"], rounds,
                                     Budget(max_runs, deadline)))
 
@@ -374,7 +374,7 @@ def suite_run(
     named, none found, or failed). With --junit a testcase per job; with GITHUB_STEP_SUMMARY
     set, the jobs' table appended there (docs/ci-and-metrics.md)."""
     from dnnbench.runs import environment
-    from dnnbench.runs.suite import suite_command
+    from dnnbench.campaigns.suite import suite_command
     raise typer.Exit(suite_command(file, only=only, resume=resume, results=host["results"],
                                    overrides={"runtime": host["runtime"], "image": host["image"], "base": host["base"],
                                               **harness, "env": environment.parse(host["env"])},
@@ -397,7 +397,7 @@ def reproduce(
     then the two alternate in rounds. Exit 1 when the new runs are clearly faster or slower than
     the tolerance allows."""
     from dnnbench.runs import environment
-    from dnnbench.runs.reproduce import reproduce_command
+    from dnnbench.campaigns.reproduce import reproduce_command
     raise typer.Exit(reproduce_command(result, runtime=host["runtime"], image=host["image"], results=host["results"],
                                        run_id=host["run_id"], tolerance=tolerance, quiet=host["quiet"],
                                        data_dir=host["data"], env=environment.parse(host["env"]), rounds=rounds,

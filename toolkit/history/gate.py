@@ -64,7 +64,7 @@ def _probe_sqlite(loc) -> str | None:
     assert loc.path is not None
     import os
     try:
-        fd = fileio._open(str(loc.path), os.O_RDONLY)   # no link followed, no FIFO waited on
+        fd = fileio.open_fd(str(loc.path))   # no link followed, no FIFO waited on
         try:
             head = os.read(fd, 100)
         finally:

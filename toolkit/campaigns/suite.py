@@ -1,6 +1,6 @@
 """`dnnbench suite run FILE`: many runs from one YAML file, with sweeps, repeats, timeouts,
 per-GPU parallel copies (mila's multi-user mode), failures recorded and resumable; then the
-file's watch list (runs/suite_watch.py)."""
+file's watch list (campaigns/suite_watch.py)."""
 from __future__ import annotations
 
 import difflib
@@ -13,8 +13,8 @@ from pathlib import Path
 
 from dnnbench import locks
 from dnnbench.errors import DnnbenchError, EngineUnavailable
-from dnnbench.runs import suite_watch
-from dnnbench.runs.suite_schema import OPTION_NAMES
+from dnnbench.campaigns import suite_watch
+from dnnbench.campaigns.suite_schema import OPTION_NAMES
 from dnnbench.workloads import fileio
 
 FINAL = {"ok", "nan", "oom", "error", "timeout"}   # an interrupted run is redone on --resume (a train: job resumed)
@@ -45,7 +45,7 @@ def _list(value):
 
 def load(path: Path) -> Suite:
     from dnnbench import names, yaml_files
-    from dnnbench.runs import suite_schema
+    from dnnbench.campaigns import suite_schema
     from dnnbench.runs.checks import check_extra, check_options
     from dnnbench.runs.options import RunOptions
     from dnnbench.workloads import WORKLOADS

@@ -6,7 +6,7 @@
 2. Suspects: each lasting change change detection (history/changes.py) finds in the survey, and
    the newest releases, where a change leaves too few points after it to be found (a newest
    release measured below the release MIN_SIZE - 1 places before it by half the tolerance).
-3. Verdicts: each suspected slowdown judged as bisect judges (runs/bisect.py, the one rule of
+3. Verdicts: each suspected slowdown judged as bisect judges (campaigns/bisect.py, the one rule of
    results/rounds.py): its two ends in alternated rounds, and when they are decidedly apart, the
    releases between them halved until the first slower one is named. Change detection only
    chooses where to look; the verdict is always the rounds'.
@@ -25,7 +25,7 @@ from dnnbench.errors import DnnbenchError
 
 if TYPE_CHECKING:
     from dnnbench.history.store import Store
-    from dnnbench.runs import bisect
+    from dnnbench.campaigns import bisect
 
 
 @dataclasses.dataclass
@@ -107,7 +107,7 @@ def survey(listed: list[tuple[str, str | None]], template, folder: Path, every: 
     from dnnbench.console import info
     from dnnbench.history.facts import row
     from dnnbench.history.record import record
-    from dnnbench.runs import bisect
+    from dnnbench.campaigns import bisect
     from dnnbench.workloads import schema
     from dnnbench.containers import same_image
     points: dict[int, list[dict]] = {}
@@ -134,7 +134,7 @@ def survey(listed: list[tuple[str, str | None]], template, folder: Path, every: 
             except bisect.Enough as stop:
                 info(f"[survey] stopped ({stop}) after {len(points)} releases")
                 break
-        step = bisect.measure(bisect.Step(i, image, folder / bisect._slug(i, image)), base, template,
+        step = bisect.measure(bisect.Step(i, image, folder / bisect.step_slug(i, image)), base, template,
                               dataset=bisect.dataset_identity(template))
         assert step.result is not None    # measure() raises on a step it could not measure
         if budget is not None and not step.reused:
@@ -170,7 +170,7 @@ def judge(listed, template, folder: Path, lo: int, hi: int, why: str, tolerance:
     import math
 
     from dnnbench.history.record import record
-    from dnnbench.runs import bisect
+    from dnnbench.campaigns import bisect
     from dnnbench.workloads import schema
     steps = max(1, math.ceil(math.log2(hi - lo))) if hi - lo > 1 else 0
     session = bisect.Rounds(folder / f"judged-{lo:02d}-{hi:02d}", listed, template, max_rounds * (2 + 3 * steps),
@@ -204,15 +204,15 @@ def watch_command(opts, images: list[str] | None, bases: str | None, tolerance: 
                   budget=None) -> int:
     from dnnbench.console import info
     from dnnbench.history.changes import MIN_SIZE
-    from dnnbench.runs import bisect
+    from dnnbench.campaigns import bisect
     listed = bisect.image_list(images, bases)
-    max_rounds = bisect._rounds_arg(rounds)
+    max_rounds = bisect.rounds_limit(rounds)
     if every < 1:
         raise DnnbenchError(f"--every {every}: give 1 or more")
-    template = bisect._template(opts, tolerance)
-    folder = bisect._folder(opts, "watch")
+    template = bisect.job_template(opts, tolerance)
+    folder = bisect.comparison_folder(opts, "watch")
     template = dataclasses.replace(template, run_id=folder.name)
-    if not bisect._check_first(template, listed, folder):
+    if not bisect.check_first(template, listed, folder):
         return 0
     started = time.monotonic()
     history = History()        # a watch without a usable store is refused before any run

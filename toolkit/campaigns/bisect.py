@@ -91,7 +91,7 @@ def _release_key(name: str) -> tuple:
     return tuple(int(x) for x in re.findall(r"\d+", name))
 
 
-def _slug(index: int, image: str) -> str:
+def step_slug(index: int, image: str) -> str:
     tail = re.sub(r"[^A-Za-z0-9_.-]+", "_", image.rsplit("/", 1)[-1]).strip("._-")[:60] or "image"
     return f"{index:02d}-{tail}"
 
@@ -298,7 +298,7 @@ class Rounds:
         self.budget.check()
         k = self.count.get(i, 0)
         self.count[i] = k + 1
-        slot = self.folder / (_slug(i, image) + ("" if k == 0 else f"-round{k + 1}"))
+        slot = self.folder / (step_slug(i, image) + ("" if k == 0 else f"-round{k + 1}"))
         try:
             step = measure(Step(i, image, slot), base, self.template, dataset=self.dataset)
         except KeyboardInterrupt:    # between two steps' runs: the same word as within one
@@ -369,7 +369,7 @@ def changed_facts(a: Step, b: Step) -> list[str]:
     return [f"{k}: {fa.get(k, '?')} -> {fb.get(k, '?')}" for k in FACTS if fa.get(k) != fb.get(k)]
 
 
-def _template(opts: RunOptions, tolerance: float) -> RunOptions:
+def job_template(opts: RunOptions, tolerance: float) -> RunOptions:
     if not 0 < tolerance < 1:
         raise DnnbenchError(f"--tolerance {tolerance}: give a fraction above 0 and below 1, e.g. 0.05")
     # windows until the CI is within half the tolerance: two images closer than that are `same`
@@ -377,20 +377,20 @@ def _template(opts: RunOptions, tolerance: float) -> RunOptions:
                                max_windows=opts.max_windows or 30)
 
 
-def _folder(opts: RunOptions, kind: str) -> Path:
+def comparison_folder(opts: RunOptions, kind: str) -> Path:
     from dnnbench import names
     name = opts.run_id or f"{kind}-{opts.workload}"
     names.path_component(name, "--run-id")
     return Path(opts.results) / name
 
 
-def _check_first(opts: RunOptions, listed: list[tuple[str, str | None]], folder: Path) -> bool:
+def check_first(opts: RunOptions, listed: list[tuple[str, str | None]], folder: Path) -> bool:
     """Every image's plan checked (workload, options, data, runtime) before the first run; with
     --dry-run, the list and the first step's command line shown instead. True: go on."""
     from dnnbench.runs import plan as plan_mod
     from dnnbench.runs.launch import build_plan
     steps = [dataclasses.replace(opts, image=None if base else image, base=base, dry_run=True,
-                                 run_dir=folder / _slug(i, image), run_id=f"{folder.name}.{_slug(i, image)}")
+                                 run_dir=folder / step_slug(i, image), run_id=f"{folder.name}.{step_slug(i, image)}")
              for i, (image, base) in enumerate(listed)]
     if opts.slurm is not None:   # each step's job script, checked as `dnnbench slurm --dry-run` checks it
         from dnnbench.runs import slurm
@@ -419,7 +419,7 @@ def _check_first(opts: RunOptions, listed: list[tuple[str, str | None]], folder:
     return not opts.dry_run
 
 
-def _rounds_arg(rounds: int | None) -> int:
+def rounds_limit(rounds: int | None) -> int:
     n = rounds_mod.MAX_ROUNDS if rounds is None else rounds
     if n < 1:
         raise DnnbenchError(f"--rounds {n}: give 1 or more")
@@ -435,9 +435,9 @@ def _pooled(runs: list[Step]) -> dict:
 def compare_images_command(opts: RunOptions, images: list[str] | None, bases: str | None, tolerance: float,
                            wide: bool = False, rounds: int | None = None) -> int:
     listed = image_list(images, bases)
-    max_rounds = _rounds_arg(rounds)
-    template = _template(opts, tolerance)
-    folder = _folder(opts, "images")
+    max_rounds = rounds_limit(rounds)
+    template = job_template(opts, tolerance)
+    folder = comparison_folder(opts, "images")
     template = dataclasses.replace(template, run_id=folder.name)
     same = same_image.firsts(template.runtime, [img for img, _ in listed])   # measured once, said
     for i, k in same.items():
@@ -445,7 +445,7 @@ def compare_images_command(opts: RunOptions, images: list[str] | None, bases: st
     if len(same) == len(listed) - 1:
         out.print(f"all {len(listed)} names are the same image: nothing measured")
         return 0
-    if not _check_first(template, listed, folder):
+    if not check_first(template, listed, folder):
         return 0
     # Round 1 in list order, round 2 reversed, and so on (A B, B A, A B...): a load that grows or
     # fades while the images are measured weighs on each of them alike. Rounds are added until
@@ -608,7 +608,7 @@ def bisect_command(opts: RunOptions, good: str | None, bad: str | None, images: 
         images = [good, bad]
     listed = image_list(images, bases)
     refs = [img for img, _ in listed]
-    max_rounds = _rounds_arg(rounds)
+    max_rounds = rounds_limit(rounds)
 
     def position(end: str | None, default: int, flag: str) -> int:
         if end is None:
@@ -620,13 +620,13 @@ def bisect_command(opts: RunOptions, good: str | None, bad: str | None, images: 
     lo, hi = position(good, 0, "--good"), position(bad, len(listed) - 1, "--bad")
     if lo >= hi:
         raise DnnbenchError("--good must come before --bad in the list (oldest first)")
-    template = _template(opts, tolerance)
-    folder = _folder(opts, "bisect")
+    template = job_template(opts, tolerance)
+    folder = comparison_folder(opts, "bisect")
     template = dataclasses.replace(template, run_id=folder.name)
     if same_image.firsts(template.runtime, [refs[lo], refs[hi]]):     # one image: no run can tell them apart
         out.print(f"{escape(same_image.said(refs[lo], refs[hi], template.runtime))}: nothing to bisect")
         return 1
-    if not _check_first(template, listed[lo:hi + 1], folder):
+    if not check_first(template, listed[lo:hi + 1], folder):
         return 0
     steps = max(1, math.ceil(math.log2(hi - lo)))
     session = Rounds(folder, listed, template, max_rounds * (2 + (3 * steps if hi - lo > 1 else 0)), budget)

@@ -1,4 +1,4 @@
-"""A suite's `watch:` list: each entry is a `dnnbench watch` (history/watch.py, the one
+"""A suite's `watch:` list: each entry is a `dnnbench watch` (campaigns/watch.py, the one
 mechanism) over its releases, run after the suite's jobs in RESULTS/<suite>/watch/<name>/, so the
 same `suite run --resume` reads its finished runs back as the watch itself does."""
 from __future__ import annotations
@@ -38,7 +38,7 @@ def load(doc, path: Path, defaults: dict) -> list[Entry]:
     """The `watch:` entries, each checked as a job is (file:line), defaults merged, its list of
     releases and the watch's own arguments checked as `dnnbench watch` checks them."""
     from dnnbench import names
-    from dnnbench.runs import suite_schema
+    from dnnbench.campaigns import suite_schema
     top = getattr(doc, "key_lines", {})
     entries: list[Entry] = []
     for raw in doc.get("watch") or []:
@@ -62,7 +62,7 @@ def load(doc, path: Path, defaults: dict) -> list[Entry]:
 def _entry(own: dict, defaults: dict, where) -> Entry:
     from dnnbench.containers.engines import lookup
     from dnnbench.lists import members
-    from dnnbench.runs import bisect
+    from dnnbench.campaigns import bisect
     from dnnbench.runs.checks import check_options
     from dnnbench.runs.options import RunOptions
     from dnnbench.workloads import WORKLOADS
@@ -91,7 +91,7 @@ def _entry(own: dict, defaults: dict, where) -> Entry:
     key = "images" if images is not None else "bases"
     releases: list = []
     checks = ((key, lambda: releases.extend(bisect.image_list(images, bases))),
-              ("tolerance", lambda: bisect._template(RunOptions(workload=workload), tolerance)),
+              ("tolerance", lambda: bisect.job_template(RunOptions(workload=workload), tolerance)),
               ("options", lambda: check_options(RunOptions(workload=workload, batch_size=spec.get("batch_size"),
                                                            amp=spec.get("amp"), **spec["options"]))))
     if isinstance(images, str):
@@ -117,7 +117,7 @@ def options(entry: Entry, suite_dir: Path, overrides: dict):
     """The watch's options, as `dnnbench watch` makes them from its command line: the suite's
     --runtime, --env and harness options (--until-ci) over the entry's."""
     from dnnbench.runs.options import RunOptions
-    from dnnbench.runs.suite_schema import OPTION_NAMES
+    from dnnbench.campaigns.suite_schema import OPTION_NAMES
     spec = entry.spec
     given = lambda key: overrides[key] if overrides.get(key) is not None else spec["options"].get(key)  # noqa: E731
     data, gpus = spec.get("data"), spec.get("gpus")
@@ -135,16 +135,16 @@ def preflight(entries: list[Entry], suite_dir: Path, overrides: dict) -> set[str
     import dataclasses
 
     from dnnbench.containers.engines import named
-    from dnnbench.runs import bisect
+    from dnnbench.campaigns import bisect
     runtimes = set()
     for e in entries:
-        template = bisect._template(options(e, suite_dir, overrides), e.tolerance)
+        template = bisect.job_template(options(e, suite_dir, overrides), e.tolerance)
         template = dataclasses.replace(template, run_id=e.name)
         try:
             if not named(template.runtime).contained:    # `suite run --runtime host`
                 raise DnnbenchError(f"runtime {template.runtime}: a watch compares images in containers "
                                     f"(docker or singularity)")
-            bisect._check_first(template, e.releases, folder(suite_dir, e))
+            bisect.check_first(template, e.releases, folder(suite_dir, e))
         except DnnbenchError as exc:
             raise DnnbenchError(f"watch {e.name}: {exc}") from None
         runtimes.add(named(template.runtime).name)
@@ -161,7 +161,7 @@ def check_store() -> None:
 def run(entry: Entry, suite_dir: Path, overrides: dict) -> Outcome:
     """One entry through `dnnbench watch`'s own code; a failure is its outcome, never raised,
     except an interruption (the suite stops there, as for a job)."""
-    from dnnbench.history.watch import Verdict, watch_command
+    from dnnbench.campaigns.watch import Verdict, watch_command
     judged: list[Verdict] = []
     try:
         watch_command(options(entry, suite_dir, overrides), entry.images, entry.bases, entry.tolerance,
