@@ -28,3 +28,20 @@ def write(folder: Path, i: int, rate: float, *, job: str = "resnet50-bs64", imag
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(data))
     return out
+
+
+def store_at(db, revision):
+    """A new SQLite store at `db` migrated only up to `revision` (an older dnnbench's); its engine."""
+    from alembic import command
+    from alembic.config import Config
+    from sqlalchemy import create_engine
+
+    from dnnbench.history.schema import MIGRATIONS
+    db.parent.mkdir()
+    engine = create_engine(f"sqlite:///{db}")
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    with engine.begin() as conn:
+        config.attributes["connection"] = conn
+        command.upgrade(config, revision)
+    return engine

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.helpers import ROOT, dnnbench, one_line_error
+from tests.history_results import store_at
 
 RECORDED = ROOT / "tests" / "fixtures" / "results" / "cpu-suite"
 COUNT = len(list(RECORDED.rglob("result.json")))
@@ -45,29 +46,12 @@ def test_a_store_is_made_migrated_and_records_each_result_once(db):
     assert len(rows(db)) == COUNT
 
 
-def _store_at(db, revision):
-    """A new SQLite store at `db` migrated only up to `revision` (an older dnnbench's); its engine."""
-    from alembic import command
-    from alembic.config import Config
-    from sqlalchemy import create_engine
-
-    from dnnbench.history.schema import MIGRATIONS
-    db.parent.mkdir()
-    engine = create_engine(f"sqlite:///{db}")
-    config = Config()
-    config.set_main_option("script_location", str(MIGRATIONS))
-    with engine.begin() as conn:
-        config.attributes["connection"] = conn
-        command.upgrade(config, revision)
-    return engine
-
-
 def test_an_older_store_is_migrated_in_place(db):
     from sqlalchemy import inspect
 
     from dnnbench.history.schema import REVISION
     from dnnbench.history.store import Store
-    engine = _store_at(db, "r0001")
+    engine = store_at(db, "r0001")
     assert "ix_results_job_gpu" not in {i["name"] for i in inspect(engine).get_indexes("results")}
     Store().close()
     assert "ix_results_job_gpu" in {i["name"] for i in inspect(engine).get_indexes("results")}
@@ -81,7 +65,7 @@ def test_a_schema_2_store_gets_the_series_index_and_its_rows_their_series_key(db
     from dnnbench.history.facts import row
     from dnnbench.history.store import Store
     from dnnbench.workloads import schema
-    engine = _store_at(db, "r0002")
+    engine = store_at(db, "r0002")
     old = [{k: v for k, v in row(p, schema.read(str(p))).items() if k != "series_key"}
            for p in sorted(RECORDED.rglob("result.json"))]
     with engine.begin() as conn:    # rows as schema 2 held them: no series_key

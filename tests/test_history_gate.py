@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import cli_inprocess
-from tests.history_results import write
+from tests.history_results import store_at, write
 
 READS = [["history"], ["history", "list", "-f", "json"], ["history", "series", "resnet50-bs64"],
          ["history", "changes"]]
@@ -84,11 +84,7 @@ def test_a_file_that_is_not_sqlite_is_never_handed_to_sqlite(tmp_path):
 
 
 def test_a_read_never_creates_migrates_or_changes_a_store(tmp_path):
-    from alembic import command
-    from alembic.config import Config
-    from sqlalchemy import create_engine
-
-    from dnnbench.history.schema import MIGRATIONS, REVISION
+    from dnnbench.history.schema import REVISION
     missing = tmp_path / "nowhere" / "history.db"
     for argv in READS:
         code, _, err = cli_inprocess(*argv, "--db", str(missing))
@@ -103,14 +99,7 @@ def test_a_read_never_creates_migrates_or_changes_a_store(tmp_path):
     assert _state(empty.parent) == {"history.db": hashlib.sha256(b"").hexdigest()}
     # an older dnnbench's store: named, not migrated by a read; migrated by the next write
     old = tmp_path / "old" / "history.db"
-    old.parent.mkdir()
-    engine = create_engine(f"sqlite:///{old}")
-    config = Config()
-    config.set_main_option("script_location", str(MIGRATIONS))
-    with engine.begin() as conn:
-        config.attributes["connection"] = conn
-        command.upgrade(config, "r0002")
-    engine.dispose()
+    store_at(old, "r0002").dispose()
     before = _state(old.parent)
     for argv in READS:
         code, _, err = cli_inprocess(*argv, "--db", str(old))
