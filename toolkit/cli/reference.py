@@ -10,8 +10,10 @@ from pathlib import Path
 
 
 def _cell(text) -> str:
-    """One Markdown table cell: one line, pipes escaped."""
-    return " ".join(str(text if text is not None else "").split()).replace("|", "\\|")
+    """One Markdown table cell: a help text's wrapped lines joined, then escaped as every
+    markdown cell is (results.formats.cells.md_cell)."""
+    from dnnbench.results.formats.cells import md_cell
+    return md_cell(" ".join(str(text if text is not None else "").split()))
 
 
 def _what(entry) -> str:

@@ -11,10 +11,8 @@ VARIABLE = "GITHUB_STEP_SUMMARY"
 def cell(value) -> str:
     """A table cell: `|`, backslashes and line breaks cannot split or end the row; `<` and `&`
     cannot open HTML (GitHub renders the summary's HTML)."""
-    from dnnbench.console import visible
-    text = visible("-" if value is None else value, one_line=True)
-    return (text.replace("\\", "\\\\").replace("|", "\\|").replace("&", "&amp;").replace("<", "&lt;")
-            .replace(">", "&gt;"))
+    from dnnbench.results.formats.cells import md_cell
+    return md_cell("-" if value is None else value).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def table(headers: list[str], rows: list[list]) -> str:
