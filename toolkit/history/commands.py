@@ -201,7 +201,7 @@ def peers_command(result: Path, as_json: bool, db: str | None, include_busy: boo
     out.print(Text(f"{views.name(mine['job'])} on {views.name(mine['gpu'])}: {fmt(mine['throughput'])} "
                    f"{views.name(unit)}: {said['word']}"))
     if mine.get("busy"):
-        out.print(Text(busy_rule.of_result(schema.read(str(path))) or "the host was busy"), soft_wrap=True)
+        out.print(Text(busy_rule.of_result(data) or "the host was busy"), soft_wrap=True)
     if judged.left_out(len(busy)):
         out.print(Text(judged.left_out(len(busy)) or ""), soft_wrap=True)
     if not peers:
