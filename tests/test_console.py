@@ -46,7 +46,7 @@ def test_the_figure_and_the_verdict_are_never_hidden(table, width):
     from dnnbench.console import Column, fit_table
     flags, headers, rows = table
     columns = [Column(h, key=f == "key", headline=f == "headline", decides=f == "decides",
-                      rank=i % 7) for i, (f, h) in enumerate(zip(headers, flags))]
+                      rank=i % 7) for i, (h, f) in enumerate(zip(headers, flags))]
     _, hidden = fit_table("t", columns, rows, console=Console(width=width, file=sys.stdout))
     kept = [c.header for c in columns if c.key or c.answer]
     assert not set(hidden) & set(kept), (hidden, kept)

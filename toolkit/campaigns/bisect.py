@@ -20,6 +20,7 @@ import re
 import time
 from pathlib import Path
 
+from dnnbench.campaigns import threads
 from dnnbench.console import Column, escape, info, out, print_table, warn
 from dnnbench.containers import same_image
 from dnnbench.errors import DnnbenchError
@@ -373,8 +374,8 @@ def job_template(opts: RunOptions, tolerance: float) -> RunOptions:
     if not 0 < tolerance < 1:
         raise DnnbenchError(f"--tolerance {tolerance}: give a fraction above 0 and below 1, e.g. 0.05")
     # windows until the CI is within half the tolerance: two images closer than that are `same`
-    return dataclasses.replace(opts, until_ci=opts.until_ci or round(tolerance * 100 / 2, 3),
-                               max_windows=opts.max_windows or 30)
+    return threads.one_thread(dataclasses.replace(opts, until_ci=opts.until_ci or round(tolerance * 100 / 2, 3),
+                                                  max_windows=opts.max_windows or 30))
 
 
 def comparison_folder(opts: RunOptions, kind: str) -> Path:
@@ -387,6 +388,8 @@ def comparison_folder(opts: RunOptions, kind: str) -> Path:
 def check_first(opts: RunOptions, listed: list[tuple[str, str | None]], folder: Path) -> bool:
     """Every image's plan checked (workload, options, data, runtime) before the first run; with
     --dry-run, the list and the first step's command line shown instead. True: go on."""
+    if threads.said(opts):
+        info(threads.said(opts))
     from dnnbench.runs import plan as plan_mod
     from dnnbench.runs.launch import build_plan
     steps = [dataclasses.replace(opts, image=None if base else image, base=base, dry_run=True,

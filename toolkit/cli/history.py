@@ -146,7 +146,8 @@ def watch(workload: str = typer.Argument(..., help="Workload name (`dnnbench wor
     each result recorded; change detection and the newest release against its predecessors
     choose where to look; each suspected slowdown is judged in alternated rounds and bisected as
     `bisect` does, naming the first slower release and what changed. Finished runs are read back
-    (resumable after Ctrl-C). With --slurm each run is a one-node Slurm job, waited for in turn
+    (resumable after Ctrl-C); a CPU job's steps run on one thread (OMP_NUM_THREADS=1) unless you
+    set it. With --slurm each run is a one-node Slurm job, waited for in turn
     (Ctrl-C cancels it), its result in the run's folder as a local run's. Exit 1 when a release was found slower, 0 otherwise, 2 when the
     store cannot be used, 3 when all else succeeded but --push did not. GITHUB_STEP_SUMMARY
     set: the verdicts appended there as a table."""

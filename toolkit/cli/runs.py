@@ -289,7 +289,8 @@ def compare_images(
     """The same job on each image, in order, in rounds: one table of the images' facts (PyTorch,
     CUDA, cuDNN, NCCL), throughput with its 95% CI, the ratio to the first over the rounds with its
     interval, and a verdict (same, faster, slower, inconclusive and what would decide it).
-    Finished steps of the same identity (options, image digest, dataset) are read back."""
+    Finished steps of the same identity (options, image digest, dataset) are read back. A CPU
+    job's steps run on one thread (OMP_NUM_THREADS=1) unless you set it."""
     from dnnbench.campaigns.bisect import compare_images_command
     opts, images, bases = images_job(workload, job, harness)
     raise typer.Exit(compare_images_command(opts, images, bases, job["tolerance"], wide, rounds))
@@ -317,7 +318,8 @@ def bisect(
     the ends' geometric middle lies wholly above 1, bad when wholly below; undecided at --rounds,
     it names the range the evidence supports rather than guess. Ends with the first slower image,
     the last good one and what changed between them (PyTorch, CUDA, cuDNN, NCCL, Python, driver).
-    Exit 0 with an answer, 1 without."""
+    A CPU job's steps run on one thread (OMP_NUM_THREADS=1) unless you set it. Exit 0 with an
+    answer, 1 without."""
     from dnnbench.campaigns.bisect import Budget, bisect_command
     opts, images, bases = images_job(workload, job, harness)
     raise typer.Exit(bisect_command(opts, good, bad, images, bases, job["tolerance"], rounds,
