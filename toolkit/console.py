@@ -50,11 +50,13 @@ def unprintable(value) -> bool:
 
 
 def warn(message: str) -> None:
-    err.print(f"[yellow]warning:[/] {escape(visible(message))}", markup=True, soft_wrap=True)
+    err.print(f"[yellow]warning:[/] {escape(visible(message))}", markup=True, soft_wrap=not err.is_terminal)
 
 
 def info(message: str) -> None:
-    err.print(visible(message), markup=False, soft_wrap=True)
+    # on a terminal, wrapped between words at its width (the terminal itself would cut a word);
+    # into a file or a pipe, one line a message, for grep
+    err.print(visible(message), markup=False, soft_wrap=not err.is_terminal)
 
 
 def number(value, digits: int = 1) -> str:
