@@ -1,7 +1,7 @@
 """`dnnbench bisect` over local releases with CPU hogs beside it, several tries: is each answer
 right or inconclusive, and how many runs did it take?
 
-Builds RELEASES images FROM --image (tests/releases.py, as tests/test_bisect.py does): each
+Builds RELEASES images FROM --image (tests/releases.py, as tests/test_campaigns_bisect.py does): each
 release's optimizer step sleeps 0.2 s, from --slow-from on 0.27 s (about a third slower: the
 release that changed a kernel); each has a label of its own. Starts --hogs busy-loop processes,
 runs the bisect --tries times (a fresh run id each), ends the hogs and removes the images. Prints

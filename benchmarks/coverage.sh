@@ -9,7 +9,7 @@
 # clean environment.
 #
 #   bash benchmarks/coverage.sh                  # the whole suite, as scripts/test.sh runs it (streams)
-#   bash benchmarks/coverage.sh tests/test_x.py  # any pytest arguments, in one stream
+#   bash benchmarks/coverage.sh tests/test_runs_plan.py  # any pytest arguments, in one stream
 #
 # Prints the per-file report and, for workloads/, the lines no test executed.
 set -euo pipefail

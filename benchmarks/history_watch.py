@@ -20,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests.releases import series  # noqa: E402
-from tests.test_bisect import GOOD, SLOW, TINY, WORKLOAD  # noqa: E402
+from tests.test_campaigns_bisect import GOOD, SLOW, TINY, WORKLOAD  # noqa: E402
 
 
 def main():

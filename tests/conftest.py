@@ -128,12 +128,13 @@ def pytest_configure(config):
 
 
 # modules whose tests train models on the CPU for seconds to minutes each
-_TRAINING = {"test_harness", "test_train", "test_bisect", "test_loaders", "test_script_instrument"}
-# modules that train (test_reframe: ReFrame sessions of tiny runs) whose tests (but the engine
-# ones) run in the Slurm stream, whose own tests mostly wait on Slurm, so that the streams end at
-# about the same time (beside two CPU hogs: Slurm 26 min with watch's Slurm steps and neither of
+_TRAINING = {"test_workloads_harness", "test_workloads_train", "test_campaigns_bisect", "test_workloads_loaders",
+             "test_workloads_instrument"}
+# modules that train (test_reframe_library: ReFrame sessions of tiny runs) whose tests (but the
+# engine ones) run in the Slurm stream, whose own tests mostly wait on Slurm, so that the streams end
+# at about the same time (beside two CPU hogs: Slurm 26 min with watch's Slurm steps and neither of
 # these, training 32.5 with both)
-_IN_THE_SLURM_STREAM = {"test_loaders", "test_reframe"}
+_IN_THE_SLURM_STREAM = {"test_workloads_loaders", "test_reframe_library"}
 # the fixtures of a list of real release images: the tests on them (bisect, watch) measure tens of
 # alternated runs each, half an hour in one stream, so they have a stream of their own
 _RELEASES = {"releases", "noisy_release"}

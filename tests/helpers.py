@@ -96,7 +96,7 @@ def cli_inprocess(*args, env=None):
     from dnnbench.cli import main
     import signal
     # main() builds the click command from the typer app on every call, 0.15 s of a case's 0.2
-    # (tests/test_generated.py draws 1,200 cases): built once here, then parsed and run afresh
+    # (tests/test_cli_generated.py draws 1,200 cases): built once here, then parsed and run afresh
     # each time as main() does (click keeps no state of a call in the command)
     build = typer.main.get_command
     typer.main.get_command = lambda app: _built_once(app, build)

@@ -4,7 +4,7 @@ No cluster can run on these machines (no kubelet, k3s or kind in Debian 12 or Py
 maps each document's apiVersion and kind to a resource through the server's discovery documents
 before a client-side dry run. This answers those (/api, /apis and each group version) and
 nothing else: kubectl then parses, maps and prints every object as it would before sending it.
-Schema validation is kubernetes-validate's and the CRD schemas' (tests/test_kubernetes.py)."""
+Schema validation is kubernetes-validate's and the CRD schemas' (tests/test_runs_kubernetes.py)."""
 from __future__ import annotations
 
 import json

@@ -1,8 +1,8 @@
 """Releases of one image, built by the real Docker engine: each an image FROM the test image whose
 optimizer step sleeps given times in turn, with a label of its own (an image that changed a kernel
-or a threading default, made slower on purpose). tests/test_bisect.py, tests/test_history_watch.py
+or a threading default, made slower on purpose). tests/test_campaigns_bisect.py, tests/test_campaigns_watch.py
 and benchmarks/bisect_under_load.py measure them. `sif_release`: the same as a .sif, for Slurm
-(tests/test_slurm_watch.py)."""
+(tests/test_campaigns_slurm.py)."""
 from __future__ import annotations
 
 import shutil

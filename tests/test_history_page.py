@@ -1,5 +1,5 @@
 """`dnnbench history --format html` is a page people open: load it in headless Chromium (as
-tests/test_report_page.py does for the report) and check that every series is drawn."""
+tests/test_results_report_page.py does for the report) and check that every series is drawn."""
 from __future__ import annotations
 
 import pytest

@@ -14,7 +14,7 @@ class Spec(collections.namedtuple("Spec", "module cls data_kind unit reference p
     data_kind: the --data layout ("imagenet", "coco", "text", "ratings") or None (synthetic only).
     unit: what the throughput counts, per second.
     reference: the paper or implementation it follows, its configuration and dataset.
-    params: the parameter count of the default build (tests/test_workloads.py checks it).
+    params: the parameter count of the default build (tests/test_workloads_models.py checks it).
     differs: what it deliberately does differently, and with whose numbers it is not comparable.
     The first four fields keep their old positions, so WORKLOADS[name][2] is still the data kind.
     """

@@ -3,7 +3,7 @@
 option (its flags, type, default, help and the check every command runs when it is parsed),
 then which rows each command takes, with its own help only where the meaning differs. A new
 host option is one row, and one name in the lists of the commands that take it
-(tests/test_host_options.py holds every command to its rows)."""
+(tests/test_cli_host_options.py holds every command to its rows)."""
 from __future__ import annotations
 
 import functools

@@ -7,7 +7,7 @@ folder, mounts and environment every placement's RunPlan comes from (`build_plan
 run; runs/slurm.py: an sbatch job's steps); a new kind is one class (a JobKind: what it must
 say is abstract, so a kind that lacks one fails when it is made) and one line of KINDS, which
 refuses a name taken twice. Nothing outside this module decides by kind
-(tests/test_architecture.py)."""
+(tests/test_project_architecture.py)."""
 from __future__ import annotations
 
 import abc

@@ -1,6 +1,6 @@
 """RunOptions: what one run needs from the host: its own fields, then one field per host
 harness option (dnnbench.workloads.options.HOST_OPTIONS), written out so that readers and the
-type checker see them; tests/test_architecture.py checks they match the table."""
+type checker see them; tests/test_project_architecture.py checks they match the table."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field

@@ -12,7 +12,7 @@ import pytest
 from dnnbench.cli.runs import SLURM_PARAMS
 from tests.helpers import cli_inprocess, dnnbench, one_line_error
 from tests.releases import sif_release
-from tests.test_bisect import GOOD, SLOW, TINY, WORKLOAD
+from tests.test_campaigns_bisect import GOOD, SLOW, TINY, WORKLOAD
 
 COMMANDS = ("watch", "bisect", "compare-images")
 # a value each Slurm placement option takes (the table's every row has one: checked below)

@@ -1,5 +1,5 @@
 """`dnnbench watch` on real images: six releases of the test image, the fourth and later with
-a slower optimizer step (as tests/test_bisect.py builds them), watched end to end."""
+a slower optimizer step (as tests/test_campaigns_bisect.py builds them), watched end to end."""
 from __future__ import annotations
 
 import json
@@ -8,12 +8,12 @@ import pytest
 
 from tests.helpers import dnnbench, one_line_error
 from tests.releases import series
-from tests.test_bisect import GOOD, SLOW, TINY, WORKLOAD
+from tests.test_campaigns_bisect import GOOD, SLOW, TINY, WORKLOAD
 
 pytestmark = pytest.mark.engine
 
 
-# named apart from test_bisect's `releases` (tests/conftest.py's _RELEASES): these tests run in
+# named apart from test_campaigns_bisect's `releases` (tests/conftest.py's _RELEASES): these tests run in
 # the engine stream, which ends minutes before the rounds stream where the bisect tests run
 @pytest.fixture(scope="module")
 def watched(built_image, tmp_path_factory):

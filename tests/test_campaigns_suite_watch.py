@@ -1,6 +1,6 @@
 """A suite's watch list (`watch:` beside `jobs:`): its schema checked at load with file:line
 (generated), each entry run after the jobs through `dnnbench watch`'s own code (with a stand-in
-engine, as tests/test_history_watch_rounds.py does), and one suite over real release images
+engine, as tests/test_campaigns_watch_rounds.py does), and one suite over real release images
 (tests/releases.py), in the rounds stream."""
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ from dnnbench.campaigns import suite as suite_mod
 from dnnbench.campaigns.suite_schema import WATCH_KEYS
 from tests.helpers import cli_inprocess, dnnbench, one_line_error
 from tests.releases import series
-from tests.test_bisect import GOOD, SLOW
-from tests.test_history_watch_rounds import _stand_in as _watch_stand_in
-from tests.test_rounds import Machine
+from tests.test_campaigns_bisect import GOOD, SLOW
+from tests.test_campaigns_watch_rounds import _stand_in as _watch_stand_in
+from tests.test_results_rounds import Machine
 
 # --- the schema: every bad key or value is one line naming the file and the key's line ---------
 
@@ -151,7 +151,7 @@ BROKEN = "img:broken"
 
 
 def _stand_in(mp, machine: Machine, work: dict, fail_after: int | None = None):
-    """measure() as test_history_watch_rounds' stand-in, BROKEN ending in error."""
+    """measure() as test_campaigns_watch_rounds' stand-in, BROKEN ending in error."""
     _watch_stand_in(mp, machine, work, fail_after, broken=BROKEN)
 
 

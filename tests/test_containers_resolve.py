@@ -1,6 +1,6 @@
 """One rule for the image of a run: --image, else --base, else the only dnnbench image (or
 dnnbench_*.sif here); with several and none named nothing is guessed, and the refusal lists
-them. (Docker's side: tests/test_engine_docker.py's dry-run test.)"""
+them. (Docker's side: tests/test_containers_engines_docker.py's dry-run test.)"""
 from __future__ import annotations
 
 from tests.helpers import dnnbench, one_line_error

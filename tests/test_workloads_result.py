@@ -11,7 +11,7 @@ import pytest
 
 from dnnbench.workloads import harness, schema
 from tests.helpers import ROOT
-from tests.test_harness import _Tiny
+from tests.test_workloads_harness import _Tiny
 
 SCRIPTS = ROOT / "tests" / "fixtures" / "scripts"
 

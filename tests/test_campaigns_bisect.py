@@ -81,7 +81,7 @@ def _steps(folder):
 def test_bisect_finds_the_first_slower_release_in_log2_steps_resumes_and_tables_it(releases, tmp_path):
     # five of the eight (r1 r4 r5 r6 r8: two midpoints, r5 good and r6 bad, 24 runs in rounds on a
     # quiet machine): the halving over all eight (three midpoints) is counted on a stand-in
-    # machine in tests/test_rounds.py, and benchmarks/bisect_under_load.py runs it for real
+    # machine in tests/test_results_rounds.py, and benchmarks/bisect_under_load.py runs it for real
     listed = [releases[i] for i in (0, 3, 4, 5, 7)]
     args = ["bisect", WORKLOAD, "--images", ",".join(listed), "--results", tmp_path, "--run-id", "b",
             "--tolerance", "0.1", "--rounds", "3", *TINY]

@@ -1,6 +1,6 @@
 """Finding the slow node: the fleet check over per-node results (`slurm --each-node` + `report`)
 and the straggler rule over a multi-node result's ranks, on drawn figures (the real cluster runs
-are in test_slurm.py)."""
+are in test_runs_slurm.py)."""
 from __future__ import annotations
 
 from hypothesis import given, settings, strategies as st

@@ -58,7 +58,7 @@ def test_resnet18_reaches_the_target_on_real_digits(tmp_path, digits):
     # the throughput is the harness's statistic over the epochs' training
     assert len(data["windows"]) == len(t["epochs"]) and data["throughput"]["total"]["value"] > 0
     assert len([p for p in os.listdir(tmp_path / "r") if p.startswith("checkpoint-")]) <= train.KEEP
-    # its MLPerf log passes the official checker (open division; tests/test_mlperf.py has the rest)
+    # its MLPerf log passes the official checker (open division; tests/test_results_mlperf.py has the rest)
     from dnnbench.results import mlperf
     assert mlperf.check(tmp_path / "r")["verdict"] == "pass"
 

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from dnnbench.containers.engines.process import TOKEN_ENV, ProcessJob
-from tests.test_trust import DAEMON, _alive   # a double fork and setsid: {clear}, then {tail}
+from tests.test_runs_trust import DAEMON, _alive   # a double fork and setsid: {clear}, then {tail}
 
 def _pid(path, seconds=60.0):
     deadline = time.monotonic() + seconds

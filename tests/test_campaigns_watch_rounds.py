@@ -1,6 +1,6 @@
-"""`dnnbench watch`'s logic with a stand-in for the engine (as tests/test_rounds.py does for
+"""`dnnbench watch`'s logic with a stand-in for the engine (as tests/test_results_rounds.py does for
 bisect): which releases it surveys, where it looks, that the verdict is the rounds', that the
-history's releases are not run again, and that it resumes. The real engine: test_history_watch.py."""
+history's releases are not run again, and that it resumes. The real engine: test_campaigns_watch.py."""
 from __future__ import annotations
 
 import contextlib
@@ -18,7 +18,7 @@ from dnnbench.results import numbers
 from dnnbench.campaigns import bisect as bisect_mod
 from dnnbench.runs.options import RunOptions
 from dnnbench.workloads import schema
-from tests.test_rounds import Machine
+from tests.test_results_rounds import Machine
 
 RELEASES = [f"img:r{i}" for i in range(1, 9)]
 

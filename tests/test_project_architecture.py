@@ -1,10 +1,12 @@
 """The host side's shape: no import cycles between its modules (function-level imports
 included: a cycle through a lazy import is still a cycle), packages that import only those
-below them, the container side never importing the host side; and the extension points
-(profilers, engines) being one module and one table line each."""
+below them, the container side never importing the host side; the extension points
+(profilers, engines) being one module and one table line each; and each test file named after
+the package it checks, every one the docs name there."""
 from __future__ import annotations
 
 import ast
+import os
 import re
 from pathlib import Path
 
@@ -750,3 +752,73 @@ def test_the_private_name_check_finds_one(tmp_path):
                        "bisect._template(1)\nbisect.template(2)\n")
     assert _reaches_in(planted, {"dnnbench.runs.bisect", "dnnbench.runs.slurm"}, "p") == \
         [(2, "from dnnbench.runs.slurm import _written"), (3, "dnnbench.runs.bisect._template")]
+
+
+# Each test file is named after the package whose code it checks, tests/test_<package>_<module or
+# topic>.py, so the tests of toolkit/X/Y.py are at tests/test_X_Y*.py (docs/guide/development.md).
+# The packages: the host side's subpackages found on disk, `base` (its top-level modules: errors,
+# console, registry ...), `workloads` (the container side) and `project` (checks of the whole tree).
+def packages_of_tests(toolkit: Path = PACKAGES["dnnbench"]) -> set[str]:
+    return {p.name for p in toolkit.iterdir() if (p / "__init__.py").is_file()} | {"base", "workloads", "project"}
+
+
+def misnamed(names: list[str], packages: set[str]) -> list[str]:
+    """The test file names that are not test_<package>_<word>[_<word>...].py."""
+    rule = re.compile(rf"test_(?:{'|'.join(sorted(packages))})_[a-z0-9]+(?:_[a-z0-9]+)*\.py")
+    return [name for name in names if not rule.fullmatch(name)]
+
+
+def test_every_test_file_is_named_after_its_package():
+    """A new module's tests are found without a search: by the file's name, as ReFrame and hpccm
+    keep one test file per module. A new package's tests need no line here (read from the tree)."""
+    packages = packages_of_tests()
+    assert {"campaigns", "runs", "history"} <= packages and "migrations" not in packages
+    names = sorted(p.name for p in (ROOT / "tests").glob("test_*.py"))
+    assert not misnamed(names, packages), \
+        f"not tests/test_<package>_<module or topic>.py, package one of {sorted(packages)}: {misnamed(names, packages)}"
+
+
+def test_the_test_name_check_finds_a_bad_name(tmp_path):
+    (tmp_path / "newpkg").mkdir()
+    (tmp_path / "newpkg" / "__init__.py").write_text("")
+    (tmp_path / "data").mkdir()                                  # a folder, no package
+    (tmp_path / "errors.py").write_text("")
+    packages = packages_of_tests(tmp_path)
+    assert packages == {"newpkg", "base", "workloads", "project"}
+    names = ["test_newpkg_thing.py", "test_base_errors.py", "test_workloads_harness_cpu.py", "test_project_x2.py",
+             "test_slurm.py", "test_run_slurm.py", "test_data_x.py", "test_newpkg.py", "test_newpkg_.py",
+             "test_newpkg__x.py", "test_Newpkg_x.py", "test_newpkg_x.txt"]
+    assert misnamed(names, packages) == names[4:]
+
+
+# Every test file the Markdown files name (tests/test_x.py, or test_x.py alone) exists, so a page
+# never points at a renamed or removed file; a path in another tree (theirs/tests/test_x.py) is theirs.
+_TEST_FILE = re.compile(r"(?<![\w/.-])(?:tests/)?(test_\w+\.py)")
+
+
+def markdown_files() -> list[Path]:
+    found = []
+    for folder, dirs, files in os.walk(ROOT):
+        dirs[:] = [d for d in dirs if not d.startswith(".") and d != "__pycache__"
+                   and not (Path(folder) == ROOT and d in {"build", "dist", "results", "site"})]
+        found += [Path(folder) / f for f in files if f.endswith(".md")]
+    return sorted(found)
+
+
+def missing_test_files(text: str, tests: Path) -> list[str]:
+    return [m.group(0) for m in _TEST_FILE.finditer(text) if not (tests / m.group(1)).is_file()]
+
+
+def test_every_test_file_the_docs_name_exists():
+    pages = markdown_files()
+    assert {ROOT / "README.md", ROOT / "BENCHMARKS.md", DEVELOPMENT} <= set(pages)
+    stray = [f"{page.relative_to(ROOT)}: {name}" for page in pages
+             for name in missing_test_files(page.read_text(encoding="utf-8"), ROOT / "tests")]
+    assert not stray, "\n".join(stray)
+
+
+def test_the_docs_check_finds_a_renamed_file(tmp_path):
+    (tmp_path / "test_runs_slurm.py").write_text("")
+    text = ("`tests/test_runs_slurm.py` (tests/test_slurm.py::test_x), test_slurm.py, test_runs_slurm.py;\n"
+            "microsoft/superbenchmark: tests/benchmarks/test_theirs.py, theirs/tests/test_theirs.py")
+    assert missing_test_files(text, tmp_path) == ["tests/test_slurm.py", "test_slurm.py"]

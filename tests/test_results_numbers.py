@@ -143,7 +143,7 @@ def test_bad_baseline_tolerance_is_one_error_line(tmp_path, text, fragment):
 
 
 def test_compare_verdicts():
-    # the verdict words come from results/rounds.py (tests/test_rounds.py, tests/test_compare.py)
+    # the verdict words come from results/rounds.py (tests/test_results_rounds.py, tests/test_results_load_apart.py)
     out = dnnbench("compare", FIXTURES / "resnet18-bs4" / "r1", FIXTURES / "resnet18-bs4" / "r2", check=0).stdout
     assert "verdict" in out and "15.4" in out and "15.9" in out
 
