@@ -3,12 +3,15 @@ right or inconclusive, and how many runs did it take?
 
 Builds RELEASES images FROM --image (tests/releases.py, as tests/test_campaigns_bisect.py does): each
 release's optimizer step sleeps 0.2 s, from --slow-from on 0.27 s (about a third slower: the
-release that changed a kernel); each has a label of its own. Starts --hogs busy-loop processes,
+release that changed a kernel); each has a label of its own. With --work spin the step computes
+instead (those seconds of its thread's CPU time): beside hogs its wall time stretches, so the
+verdicts need the contention-corrected figure. Starts --hogs busy-loop processes,
 runs the bisect --tries times (a fresh run id each), ends the hogs and removes the images. Prints
 per try: the answer, right / inconclusive / wrong, runs and seconds.
 
 Usage: python benchmarks/bisect_under_load.py --image dnnbench-wt-NAME:test [--releases 8]
-           [--slow-from 6] [--tries 10] [--hogs 2] [--rounds 8] [--results /var/tmp/bisect-load]
+           [--slow-from 6] [--tries 10] [--hogs 2] [--rounds 8] [--work sleep|spin]
+           [--results /var/tmp/bisect-load]
 """
 from __future__ import annotations
 
@@ -35,11 +38,13 @@ def main() -> None:
     p.add_argument("--tries", type=int, default=10)
     p.add_argument("--hogs", type=int, default=2)
     p.add_argument("--rounds", type=int, default=8)
+    p.add_argument("--work", choices=("sleep", "spin"), default="sleep",
+                   help="what the optimizer step adds: a sleep, or CPU time of its thread")
     p.add_argument("--results", type=Path, default=Path("/var/tmp/bisect-load"))
     args = p.parse_args()
     with tempfile.TemporaryDirectory() as tmp, \
             series(args.image, Path(tmp), "r", args.releases, args.slow_from, [0.2], [0.27],
-                   repo="dnnbench-bench-bisect") as refs:
+                   repo="dnnbench-bench-bisect", work=args.work) as refs:
         under_load(args, refs)
 
 
