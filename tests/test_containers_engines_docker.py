@@ -184,6 +184,22 @@ def test_memlock_the_daemon_cannot_grant_runs_with_what_it_can(built_image, tmp_
     assert not _containers(run_id)
 
 
+def test_the_image_listing_asks_the_daemon_once_so_a_removal_meanwhile_cannot_end_it(built_image, monkeypatch):
+    """`images`, the dry run and `latest_image` list dnnbench's images in one call: docker-py's
+    `images.list` inspected each listed image again, and an image removed in between (the
+    release images another test removed) ended `run --dry-run` in a traceback."""
+    from dnnbench.containers.engines import docker
+    api = docker.client().api
+    asked = []
+    real = api.inspect_image
+    monkeypatch.setattr(api, "inspect_image", lambda *a, **k: asked.append(a) or real(*a, **k))
+    found = list(docker.list_images(recipes.LABEL_BASE))
+    assert asked == [] and any(built_image in i["tags"] for i in found)
+    ours = next(i for i in found if built_image in i["tags"])
+    assert ours["id"] == real(built_image)["Id"][:17] and ours["labels"][recipes.LABEL_BASE]
+    assert ours["created"][:19] == real(built_image)["Created"][:19] and ours["size"] > 0
+
+
 def test_the_dry_run_line_names_the_image_a_run_takes_and_can_be_pasted(built_image, tmp_path):
     """Without --image the dry run follows a real run's rule: the only dnnbench image, named (not
     a placeholder), or, with several, one error line listing them (none guessed); the printed

@@ -9,6 +9,7 @@ import re
 import secrets
 import shlex
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Iterable
 
@@ -149,10 +150,18 @@ def build(context_dir: Path, *, tag: str, base_image: str, nocache: bool = False
 
 
 def list_images(label: str) -> Iterable[dict]:
-    """dnnbench-built images (those carrying `label`)."""
-    for img in client().images.list(filters={"label": label}):
-        yield {"tags": img.tags, "id": img.short_id, "labels": img.labels or {},
-               "size": img.attrs.get("Size", 0), "created": img.attrs.get("Created", "")}
+    """dnnbench-built images (those carrying `label`). One call to the daemon's image list, whose
+    entries hold all this needs: docker-py's `images.list` inspects each listed image again, and
+    one removed in between (another user's `docker rmi`, a test's release images) ended the
+    listing in a traceback."""
+    for img in client().api.images(filters={"label": label}):
+        image_id = img.get("Id") or ""
+        created = img.get("Created")
+        yield {"tags": [t for t in img.get("RepoTags") or [] if t != "<none>:<none>"],
+               "id": image_id[:17] if image_id.startswith("sha256:") else image_id[:12],
+               "labels": img.get("Labels") or {}, "size": img.get("Size", 0),
+               "created": datetime.fromtimestamp(created, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+               if isinstance(created, int) else ""}
 
 
 HINT_NO_NVIDIA = ("Docker has no NVIDIA runtime, so it cannot give GPUs to a container: install the "
