@@ -47,13 +47,25 @@ def test_the_figure_and_the_verdict_are_never_hidden(table, width):
     flags, headers, rows = table
     columns = [Column(h, key=f == "key", headline=f == "headline", decides=f == "decides",
                       rank=i % 7) for i, (h, f) in enumerate(zip(headers, flags))]
-    _, hidden = fit_table("t", columns, rows, console=Console(width=width, file=sys.stdout))
+    table, hidden = fit_table("t", columns, rows, console=Console(width=width, file=sys.stdout))
     kept = [c.header for c in columns if c.key or c.answer]
     assert not set(hidden) & set(kept), (hidden, kept)
+    # a column with one value in every row may be said once in the title instead: shown, not ranked
+    in_table = {c.header for c in table.columns}
+    said = [c.header for c in columns if c.header not in in_table and c.header not in hidden]
+    assert all(f"{h}: " in str(table.title) for h in said), (said, table.title)
     plain = [c for c in columns if not c.key and not c.answer and c.header in hidden]
-    shown = [c for c in columns if not c.key and not c.answer and c.header not in hidden]
-    # what went, went by rank: nothing hidden outranks everything shown (narrower ones may come back)
-    assert not plain or not shown or min(c.rank for c in plain) <= max(c.rank for c in shown)
+    shown = [c for c in columns if not c.key and not c.answer and c.header in in_table]
+    # what went, went by rank: a hidden column outranks a shown one only where it would not fit
+    # even in the room of every lower-ranked one shown (a narrower one came back after it went).
+    # A column's room: its longest word (a key: its longest cell), then pad, rule, pad.
+    room = {c.header: 3 + max(len(x) if c.key else max(len(w) for w in x.split())
+                              for x in [c.header] + [r[i] for r in rows]) for i, c in enumerate(columns)}
+    used = sum(room[h] for h in in_table) - 3
+    for h in plain:
+        lower = [c for c in shown if c.rank < h.rank]
+        assert not lower or used - sum(room[c.header] for c in lower) + room[h.header] > width, \
+            (h.header, [c.header for c in lower])
 
 
 # --- every table of the product at 80 columns ---------------------------------------------------

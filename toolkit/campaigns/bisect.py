@@ -388,8 +388,9 @@ def comparison_folder(opts: RunOptions, kind: str) -> Path:
 def check_first(opts: RunOptions, listed: list[tuple[str, str | None]], folder: Path) -> bool:
     """Every image's plan checked (workload, options, data, runtime) before the first run; with
     --dry-run, the list and the first step's command line shown instead. True: go on."""
-    if threads.said(opts):
-        info(threads.said(opts))
+    said = threads.said(opts)
+    if said:
+        info(said)
     from dnnbench.runs import plan as plan_mod
     from dnnbench.runs.launch import build_plan
     steps = [dataclasses.replace(opts, image=None if base else image, base=base, dry_run=True,
