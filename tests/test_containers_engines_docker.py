@@ -196,7 +196,7 @@ def test_the_image_listing_asks_the_daemon_once_so_a_removal_meanwhile_cannot_en
     found = list(docker.list_images(recipes.LABEL_BASE))
     assert asked == [] and any(built_image in i["tags"] for i in found)
     ours = next(i for i in found if built_image in i["tags"])
-    assert ours["id"] == real(built_image)["Id"][:17] and ours["labels"][recipes.LABEL_BASE]
+    assert ours["id"] == docker.client().images.get(built_image).short_id and ours["labels"][recipes.LABEL_BASE]
     assert ours["created"][:19] == real(built_image)["Created"][:19] and ours["size"] > 0
 
 

@@ -154,12 +154,12 @@ def list_images(label: str) -> Iterable[dict]:
     entries hold all this needs: docker-py's `images.list` inspects each listed image again, and
     one removed in between (another user's `docker rmi`, a test's release images) ended the
     listing in a traceback."""
-    for img in client().api.images(filters={"label": label}):
-        image_id = img.get("Id") or ""
-        created = img.get("Created")
-        yield {"tags": [t for t in img.get("RepoTags") or [] if t != "<none>:<none>"],
-               "id": image_id[:17] if image_id.startswith("sha256:") else image_id[:12],
-               "labels": img.get("Labels") or {}, "size": img.get("Size", 0),
+    images = client().images
+    for entry in images.client.api.images(filters={"label": label}):
+        img = images.prepare_model(entry)    # docker-py's own tags and short id, from the entry
+        created = entry.get("Created")
+        yield {"tags": img.tags, "id": img.short_id, "labels": entry.get("Labels") or {},
+               "size": entry.get("Size", 0),
                "created": datetime.fromtimestamp(created, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
                if isinstance(created, int) else ""}
 
